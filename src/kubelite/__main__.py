@@ -1,0 +1,3 @@
+from kubelite.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""The storage contract: keys are ``str``, values ``bytes``, revisions ``int``.
+
+It mirrors etcd so that an etcd backend implements it with plain transactions, and it knows nothing
+of Kubernetes. The semantics every backend must meet are written here, checked by the conformance
+suite in :mod:`kubelite.storage.testing`, and listed by name in docs/guarantees.md.
+
+Revisions: one counter for the whole keyspace, starting at 1 for the first write and rising by
+exactly one per successful create, update or delete. A key carries ``create_revision`` (the write
+that created this incarnation), ``mod_revision`` (its last write) and ``version`` (writes since
+creation, 1 after create). A key that is not live compares as mod_revision 0.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int
+
+
+class EventType(enum.Enum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change. For PUT, ``kv`` is the new value and ``prev_kv`` the one it replaced (None on
+    create). For DELETE, ``kv`` has the key, an empty value and ``mod_revision`` set to the
+    deletion's revision; ``prev_kv`` is the value that was deleted."""
+
+    type: EventType
+    kv: KeyValue
+    prev_kv: KeyValue | None
+
+    @property
+    def revision(self) -> int:
+        return self.kv.mod_revision
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """Items in key order, the store revision the read was taken at, and whether more items
+    matched beyond ``limit`` (page on with ``start_after=items[-1].key, revision=revision``)."""
+
+    items: list[KeyValue]
+    revision: int
+    more: bool
+
+
+Durability = Literal["full", "relaxed"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """Knobs shared by every backend.
+
+    durability: "full" acknowledges a write only once it is on stable storage (SQLite
+        synchronous=FULL); "relaxed" (SQLite synchronous=NORMAL) survives a process crash but may
+        lose the last commits on power loss.
+    retention_seconds, min_retained_revisions: automatic compaction keeps at least this much
+        history (both must hold); set ``compaction_interval_seconds`` to 0 to turn it off.
+    watch_queue_size: events a watcher may have waiting before it is ended with WatchOverflow.
+    """
+
+    durability: Durability = "full"
+    retention_seconds: float = 300.0
+    min_retained_revisions: int = 1000
+    compaction_interval_seconds: float = 30.0
+    watch_queue_size: int = 1000
+
+
+class Watch(abc.ABC):
+    """An async iterator of events, usable as an async context manager.
+
+    Entering (or the first ``__anext__``) checks the start revision, raising ``Compacted`` when
+    the history it needs is gone. Events then arrive in revision order, each exactly once: first
+    from history, then live, with no gap and no duplicate at the seam. A watcher whose queue fills
+    is ended with ``WatchOverflow``; closing the store ends every watch with ``Unavailable``.
+    """
+
+    @abc.abstractmethod
+    async def start(self) -> None: ...
+
+    @abc.abstractmethod
+    async def aclose(self) -> None: ...
+
+    @abc.abstractmethod
+    async def __anext__(self) -> Event: ...
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __aenter__(self) -> Watch:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class Store(abc.ABC):
+    """A versioned key-value store with compare-and-swap, history, watch and compaction."""
+
+    @abc.abstractmethod
+    async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
+        """The key's value now, or as it was at ``revision``; None if not live then.
+        Raises Compacted below the compacted revision, FutureRevision above the current one."""
+
+    @abc.abstractmethod
+    async def list(
+        self,
+        prefix: str,
+        revision: int | None = None,
+        limit: int | None = None,
+        start_after: str | None = None,
+    ) -> ListResult:
+        """Live keys starting with ``prefix`` in key order, now or at ``revision``, after
+        ``start_after`` and at most ``limit``. Same errors as :meth:`get`."""
+
+    @abc.abstractmethod
+    async def create(self, key: str, value: bytes) -> int:
+        """Write a key that is not live; returns the new revision. Raises KeyExists."""
+
+    @abc.abstractmethod
+    async def update(self, key: str, value: bytes, expected_mod_revision: int) -> int:
+        """Write a live key only if its mod_revision is ``expected_mod_revision``; returns the new
+        revision. Raises Conflict (carrying the current value) or NotFound."""
+
+    @abc.abstractmethod
+    async def delete(
+        self, key: str, expected_mod_revision: int | None = None
+    ) -> tuple[int, KeyValue]:
+        """Delete a live key (only if its mod_revision matches, when given); returns the
+        deletion's revision and the deleted value. Raises Conflict or NotFound."""
+
+    @abc.abstractmethod
+    def watch(self, prefix: str, start_revision: int) -> Watch:
+        """Every change to keys under ``prefix`` at revision >= ``start_revision``, then live.
+        Raises Compacted (on start) when ``start_revision`` is not above the compacted revision.
+        A start revision in the future is allowed: the watch waits for it."""
+
+    @abc.abstractmethod
+    async def current_revision(self) -> int:
+        """The revision of the last acknowledged write (0 for an empty store)."""
+
+    @abc.abstractmethod
+    async def compacted_revision(self) -> int:
+        """Reads below this revision, and watches starting at or below it, raise Compacted."""
+
+    @abc.abstractmethod
+    async def compact(self, revision: int) -> None:
+        """Drop history that no read at ``revision`` or later needs. Raises Compacted if
+        ``revision`` is not above the compacted revision, FutureRevision if above current."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Finish acknowledged work, end every watch and release the backend."""
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,177 @@
+"""Reads: point gets, range lists and history pages, each in one WAL snapshot.
+
+Reads run on their own connections in a small thread pool, so they never wait for the writer (a
+WAL reader sees the last commit before it began and takes no lock the writer needs). Everything
+that must agree (the store revision, the compacted revision and the rows) is read inside one
+``BEGIN ... COMMIT``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kubelite.storage.errors import Compacted, FutureRevision
+from kubelite.storage.interface import Event, EventType, KeyValue, ListResult
+from kubelite.storage.sqlite.connection import connect
+
+_LIVE_COLUMNS = "l.key, l.value, l.create_revision, l.revision, l.version"
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The smallest string above every string that starts with ``prefix`` (None: no bound).
+
+    SQLite compares TEXT as UTF-8 bytes, whose order is code point order, so bumping the last
+    code point gives the bound."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars[-1])
+        if last < 0x10FFFF:
+            chars[-1] = chr(last + 1 + (0x800 if 0xD7FF <= last < 0xE000 else 0))
+            return "".join(chars)
+        chars.pop()
+    return None
+
+
+def _key_range(column: str, prefix: str, start_after: str | None) -> tuple[list[str], list[object]]:
+    where: list[str] = []
+    args: list[object] = []
+    if prefix:
+        where.append(f"{column} >= ?")
+        args.append(prefix)
+        end = prefix_end(prefix)
+        if end is not None:
+            where.append(f"{column} < ?")
+            args.append(end)
+    if start_after is not None:
+        where.append(f"{column} > ?")
+        args.append(start_after)
+    return where, args
+
+
+class Reader:
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = connect(self._path)
+            db.execute("PRAGMA query_only = ON")
+            self._local.db = db
+            with self._lock:
+                self._all.append(db)
+        return db
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._all:
+                db.close()
+            self._all.clear()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[tuple[sqlite3.Connection, int, int]]:
+        db = self._db()
+        db.execute("BEGIN")
+        try:
+            rows = dict(db.execute("SELECT name, value FROM meta").fetchall())
+            yield db, rows["revision"], rows["compacted"]
+        finally:
+            db.execute("COMMIT")
+
+    @staticmethod
+    def _check(revision: int, current: int, compacted: int) -> None:
+        if revision < compacted:
+            raise Compacted(revision, compacted)
+        if revision > current:
+            raise FutureRevision(revision, current)
+
+    def get(self, key: str, revision: int | None) -> KeyValue | None:
+        if not revision:
+            row = (
+                self._db()
+                .execute(
+                    f"SELECT {_LIVE_COLUMNS} FROM live v JOIN log l ON l.revision = v.revision "
+                    "WHERE v.key = ?",
+                    (key,),
+                )
+                .fetchone()
+            )
+            return KeyValue(*row) if row else None
+        with self._snapshot() as (db, current, compacted):
+            self._check(revision, current, compacted)
+            row = db.execute(
+                f"SELECT {_LIVE_COLUMNS}, l.deleted FROM log l "
+                "WHERE l.key = ? AND l.revision <= ? ORDER BY l.revision DESC LIMIT 1",
+                (key, revision),
+            ).fetchone()
+        if row is None or row[5]:
+            return None
+        return KeyValue(*row[:5])
+
+    def list_range(
+        self, prefix: str, revision: int | None, limit: int | None, start_after: str | None
+    ) -> ListResult:
+        with self._snapshot() as (db, current, compacted):
+            at = revision or current
+            self._check(at, current, compacted)
+            if at == current:
+                where, args = _key_range("v.key", prefix, start_after)
+                sql = f"SELECT {_LIVE_COLUMNS} FROM live v JOIN log l ON l.revision = v.revision"
+                order = "v.key"
+            else:
+                where, args = _key_range("l.key", prefix, start_after)
+                where += [
+                    "l.revision = (SELECT MAX(h.revision) FROM log h "
+                    "WHERE h.key = l.key AND h.revision <= ?)",
+                    "l.deleted = 0",
+                ]
+                args.append(at)
+                sql = f"SELECT {_LIVE_COLUMNS} FROM log l"
+                order = "l.key"
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += f" ORDER BY {order}"
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(limit + 1)
+            rows = db.execute(sql, args).fetchall()
+        more = limit is not None and len(rows) > limit
+        if more:
+            del rows[limit:]
+        return ListResult([KeyValue(*r) for r in rows], at, more)
+
+    def history(self, prefix: str, first: int, last: int, limit: int) -> list[Event]:
+        """Events with first <= revision <= last under ``prefix``, in revision order."""
+        with self._snapshot() as (db, _current, compacted):
+            if first <= compacted:
+                raise Compacted(first, compacted)
+            where, args = _key_range("l.key", prefix, None)
+            where.append("l.revision BETWEEN ? AND ?")
+            rows = db.execute(
+                "SELECT l.key, l.value, l.create_revision, l.revision, l.version, l.deleted,"
+                " p.value, p.create_revision, p.revision, p.version"
+                " FROM log l LEFT JOIN log p ON p.revision = l.prev_revision"
+                f" WHERE {' AND '.join(where)} ORDER BY l.revision LIMIT ?",
+                [*args, first, last, limit],
+            ).fetchall()
+        return [_event(row) for row in rows]
+
+
+def _event(row: tuple[object, ...]) -> Event:
+    key, value, create, rev, version, deleted, p_value, p_create, p_rev, p_version = row
+    assert isinstance(key, str)
+    assert isinstance(rev, int)
+    prev = (
+        KeyValue(key, p_value, p_create, p_rev, p_version)  # type: ignore[arg-type]
+        if p_rev is not None
+        else None
+    )
+    if deleted:
+        return Event(EventType.DELETE, KeyValue(key, b"", 0, rev, 0), prev)
+    return Event(EventType.PUT, KeyValue(key, value, create, rev, version), prev)  # type: ignore[arg-type]

@@ -1,0 +1,241 @@
+"""SqliteStore: the embedded backend, wiring the writer, the readers and the watch hub together.
+
+Writes go to the one writer thread (:mod:`.writer`) and are answered after their group commit;
+reads go to a small pool of reader threads (:mod:`.reader`), each on its own WAL connection; watch
+events reach watchers through the :class:`~kubelite.storage.watchhub.WatchHub` on the event loop.
+A store is bound to the event loop that opened it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar, cast
+
+from kubelite.storage.compaction import CompactionPolicy
+from kubelite.storage.errors import Compacted, Unavailable
+from kubelite.storage.interface import (
+    Event,
+    KeyValue,
+    ListResult,
+    Store,
+    StoreOptions,
+    Watch,
+)
+from kubelite.storage.sqlite.connection import Synchronous, connect
+from kubelite.storage.sqlite.reader import Reader
+from kubelite.storage.sqlite.schema import migrate
+from kubelite.storage.sqlite.writer import Op, OpKind, Writer
+from kubelite.storage.watchhub import HubWatch, WatchHub
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+READER_THREADS = 2
+
+
+def _memory_dir() -> str:
+    """A private directory in RAM (tmpfs) when the machine has one, else in the temp dir."""
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return tempfile.mkdtemp(prefix="kubelite-", dir=base)
+
+
+class SqliteStore(Store):
+    """Open with ``await SqliteStore.open(path)``; ``path=None`` gives a private store in RAM
+    that is deleted on close."""
+
+    def __init__(
+        self, path: str, writer: Writer, options: StoreOptions, tempdir: str | None
+    ) -> None:
+        self.path = path
+        self._options = options
+        self._tempdir = tempdir
+        self._writer = writer
+        self._hub = WatchHub(writer.revision, writer.compacted, options.watch_queue_size)
+        self._reader = Reader(path)
+        self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="kubelite-reader")
+        self._closed = False
+        self._compaction_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        writer.start(asyncio.get_running_loop(), self._on_commit)
+
+    @classmethod
+    async def open(cls, path: str | None, options: StoreOptions | None = None) -> SqliteStore:
+        options = options or StoreOptions()
+        tempdir = None
+        synchronous: Synchronous = "full" if options.durability == "full" else "normal"
+        if path is None:
+            tempdir = await asyncio.to_thread(_memory_dir)
+            path = os.path.join(tempdir, "state.db")
+            synchronous = "off"
+        await asyncio.to_thread(cls._migrate, path)
+        writer = await asyncio.to_thread(Writer, path, synchronous)
+        self = cls(path, writer, options, tempdir)
+        if writer.compact_done < writer.compacted:  # a compaction was interrupted: finish it
+            self._spawn(self._finish_compaction())
+        if options.compaction_interval_seconds > 0:
+            self._spawn(self._auto_compact())
+        return self
+
+    @staticmethod
+    def _migrate(path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        db = connect(path)
+        try:
+            found = migrate(db)
+            if found:
+                log.info("migrated %s from schema version %d", path, found)
+        finally:
+            db.close()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _on_commit(self, ops: list[Op], events: list[Event], revision: int, compacted: int) -> None:
+        self._hub.compacted = compacted
+        self._hub.publish(events, revision)
+        for op in ops:
+            if op.future.done():
+                continue
+            if op.error is not None:
+                op.future.set_exception(op.error)
+            else:
+                op.future.set_result(op.result)
+
+    async def _write(
+        self, kind: OpKind, key: str = "", value: bytes = b"", expected: int | None = None
+    ) -> object:
+        if self._closed:
+            raise Unavailable("store is closed")
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._writer.submit(Op(kind, future, key, value, expected))
+        return await future
+
+    async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._closed:
+            raise Unavailable("store is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, lambda: fn(*args, **kwargs))
+
+    # -- the contract --------------------------------------------------------------------------
+
+    async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
+        _check_key(key)
+        _check_revision(revision)
+        return await self._read(self._reader.get, key, revision)
+
+    async def list(
+        self,
+        prefix: str,
+        revision: int | None = None,
+        limit: int | None = None,
+        start_after: str | None = None,
+    ) -> ListResult:
+        _check_revision(revision)
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be positive, not {limit}")
+        return await self._read(self._reader.list_range, prefix, revision, limit, start_after)
+
+    async def create(self, key: str, value: bytes) -> int:
+        _check_key(key)
+        _check_value(value)
+        return cast(int, await self._write(OpKind.CREATE, key, value))
+
+    async def update(self, key: str, value: bytes, expected_mod_revision: int) -> int:
+        _check_key(key)
+        _check_value(value)
+        return cast(int, await self._write(OpKind.UPDATE, key, value, expected_mod_revision))
+
+    async def delete(
+        self, key: str, expected_mod_revision: int | None = None
+    ) -> tuple[int, KeyValue]:
+        _check_key(key)
+        result = await self._write(OpKind.DELETE, key, expected=expected_mod_revision)
+        return cast(tuple[int, KeyValue], result)
+
+    def watch(self, prefix: str, start_revision: int) -> Watch:
+        if start_revision < 1:
+            raise ValueError(f"start_revision must be at least 1, not {start_revision}")
+        return HubWatch(self._hub, self._history, prefix, start_revision)
+
+    async def _history(
+        self, prefix: str, first: int, last: int, limit: int
+    ) -> builtins.list[Event]:
+        return await self._read(self._reader.history, prefix, first, last, limit)
+
+    async def current_revision(self) -> int:
+        return self._hub.revision
+
+    async def compacted_revision(self) -> int:
+        return self._hub.compacted
+
+    async def compact(self, revision: int) -> None:
+        await self._write(OpKind.COMPACT_BEGIN, expected=revision)
+        await self._finish_compaction()
+
+    async def _finish_compaction(self) -> None:
+        async with self._compaction_lock:
+            while not await self._write(OpKind.COMPACT_STEP):
+                pass
+            await self._write(OpKind.CHECKPOINT)
+
+    async def _auto_compact(self) -> None:
+        opts = self._options
+        policy = CompactionPolicy(opts.retention_seconds, opts.min_retained_revisions)
+        while True:
+            target = policy.target(time.monotonic(), self._hub.revision, self._hub.compacted)
+            if target is not None:
+                try:
+                    await self.compact(target)
+                except (Compacted, Unavailable) as exc:
+                    log.warning("automatic compaction to %d skipped: %s", target, exc)
+            await asyncio.sleep(opts.compaction_interval_seconds)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._writer.submit(Op(OpKind.STOP, future))
+        self._closed = True
+        await future
+        await asyncio.to_thread(self._writer.join)
+        self._hub.close()
+        await asyncio.to_thread(self._readers.shutdown)
+        self._reader.close()
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must be a non-empty str, not {key!r}")
+
+
+def _check_value(value: bytes) -> None:
+    if not isinstance(value, bytes):
+        raise TypeError(f"value must be bytes, not {type(value).__name__}")
+
+
+def _check_revision(revision: int | None) -> None:
+    if revision is not None and revision < 0:
+        raise ValueError(f"revision must not be negative, not {revision}")
+
+
+__all__ = ["SqliteStore"]
