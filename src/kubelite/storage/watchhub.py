@@ -8,9 +8,10 @@ a slow cache watcher the same way).
 
 A new watcher (:class:`HubWatch`) subscribes first, noting the last revision published so far,
 then reads everything before that point from history, then drains its queue: history and live
-events meet at one revision, so there is no gap and no duplicate at the seam. If its queue fills
-while it is still reading history it simply re-subscribes and reads further, since history holds
-those events anyway.
+events meet at one revision, so there is no gap and no duplicate at the seam. Until it has once
+found its queue empty it is still catching up, and a full queue only makes it re-subscribe and
+read further from history (which holds those events anyway); once caught up, a full queue means
+it fell behind, and it is ended.
 
 Everything here runs on the event loop thread; nothing here blocks.
 """
@@ -126,6 +127,7 @@ class HubWatch(Watch):
         self._cursor = start_revision  # next revision to read, from history or live
         self._buffer: deque[Event] = deque()  # a page read from history, not yet handed out
         self._sub: Subscription | None = None
+        self._caught_up = False
         self._closed = False
 
     async def start(self) -> None:
@@ -154,12 +156,15 @@ class HubWatch(Watch):
                 return self._buffer.popleft()
             if self._closed:
                 raise StopAsyncIteration
+            if sub.overflowed and not self._caught_up:
+                # Still catching up: history has these events too, so take live from further on.
+                self._hub.resubscribe(sub)
             if self._cursor < sub.live_from:
-                await self._read_history(sub)
+                await self._read_history(sub.live_from - 1)
                 continue
             if sub.queue:
                 event = sub.queue.popleft()
-                if event.revision < self._cursor:
+                if event.revision < self._cursor:  # before a start revision in the future
                     continue
                 self._cursor = event.revision + 1
                 return event
@@ -168,13 +173,10 @@ class HubWatch(Watch):
                 raise WatchOverflow(self._prefix, self._cursor)
             if sub.closed:
                 raise Unavailable("store is closed")
+            self._caught_up = True  # nothing left to read: from now on, falling behind ends us
             await sub.wait()
 
-    async def _read_history(self, sub: Subscription) -> None:
-        if sub.overflowed:
-            # Still catching up: history has these events too, so take live from further on.
-            self._hub.resubscribe(sub)
-        last = sub.live_from - 1
+    async def _read_history(self, last: int) -> None:
         events = await self._history(self._prefix, self._cursor, last, HISTORY_PAGE)
         self._buffer.extend(events)
         if len(events) == HISTORY_PAGE:

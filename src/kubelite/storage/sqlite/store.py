@@ -29,9 +29,8 @@ from kubelite.storage.interface import (
     StoreOptions,
     Watch,
 )
-from kubelite.storage.sqlite.connection import Synchronous, connect
+from kubelite.storage.sqlite.connection import Synchronous
 from kubelite.storage.sqlite.reader import Reader
-from kubelite.storage.sqlite.schema import migrate
 from kubelite.storage.sqlite.writer import Op, OpKind, Writer
 from kubelite.storage.watchhub import HubWatch, WatchHub
 
@@ -78,7 +77,8 @@ class SqliteStore(Store):
             tempdir = await asyncio.to_thread(_memory_dir)
             path = os.path.join(tempdir, "state.db")
             synchronous = "off"
-        await asyncio.to_thread(cls._migrate, path)
+        else:
+            await asyncio.to_thread(_make_parent_dir, path)
         writer = await asyncio.to_thread(Writer, path, synchronous)
         self = cls(path, writer, options, tempdir)
         if writer.compact_done < writer.compacted:  # a compaction was interrupted: finish it
@@ -86,17 +86,6 @@ class SqliteStore(Store):
         if options.compaction_interval_seconds > 0:
             self._spawn(self._auto_compact())
         return self
-
-    @staticmethod
-    def _migrate(path: str) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        db = connect(path)
-        try:
-            found = migrate(db)
-            if found:
-                log.info("migrated %s from schema version %d", path, found)
-        finally:
-            db.close()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
@@ -221,6 +210,10 @@ class SqliteStore(Store):
         self._reader.close()
         if self._tempdir is not None:
             shutil.rmtree(self._tempdir, ignore_errors=True)
+
+
+def _make_parent_dir(path: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
 
 def _check_key(key: str) -> None:

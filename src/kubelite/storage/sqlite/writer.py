@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import fcntl
 import logging
 import queue
 import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO
 
 from kubelite.storage.errors import (
     Compacted,
@@ -39,6 +41,7 @@ from kubelite.storage.errors import (
 )
 from kubelite.storage.interface import Event, EventType, KeyValue
 from kubelite.storage.sqlite.connection import Synchronous, connect
+from kubelite.storage.sqlite.schema import SCHEMA_VERSION, migrate
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +79,30 @@ _SELECT_LIVE = (
 )
 
 
+def _lock_exclusively(path: str) -> IO[bytes]:
+    """Hold ``<path>.lock`` for as long as this writer lives: two writers on one database would
+    each allocate revisions on their own. The kernel releases the lock if the process dies."""
+    lock_file = open(f"{path}.lock", "wb")  # noqa: SIM115 - closed when the writer stops
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.close()
+        raise Unavailable(f"database {path} is in use by another kubelite process") from None
+    return lock_file
+
+
 class Writer:
     def __init__(self, path: str, synchronous: Synchronous) -> None:
-        self._db = connect(path, synchronous=synchronous)
-        meta = dict(self._db.execute("SELECT name, value FROM meta").fetchall())
+        self._lock_file = _lock_exclusively(path)
+        try:
+            self._db = connect(path, synchronous=synchronous)
+            found = migrate(self._db)
+            meta = dict(self._db.execute("SELECT name, value FROM meta").fetchall())
+        except BaseException:
+            self._lock_file.close()
+            raise
+        if 0 < found < SCHEMA_VERSION:
+            log.info("migrated %s from schema version %d to %d", path, found, SCHEMA_VERSION)
         self.revision: int = meta["revision"]
         self.compacted: int = meta["compacted"]
         self.compact_done: int = meta["compact_done"]
@@ -121,6 +144,7 @@ class Writer:
             except RuntimeError:  # the loop is gone: nobody is waiting any more
                 running = False
         self._db.close()
+        self._lock_file.close()
 
     def _commit(self, batch: list[Op]) -> list[Event]:
         saved = (self.revision, self.compacted, self.compact_done)
@@ -147,9 +171,8 @@ class Writer:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self.revision, self.compacted, self.compact_done = saved
-            failure = Unavailable(f"write failed: {exc}")
             for op in batch:
-                op.error, op.result = failure, None
+                op.error, op.result = Unavailable(f"write failed: {exc}"), None
             return []
         return events
 
