@@ -4,6 +4,8 @@ It mirrors etcd so that an etcd backend implements it with plain transactions, a
 of Kubernetes. The semantics every backend must meet are written here, checked by the conformance
 suite in :mod:`kubelite.storage.testing`, and listed by name in docs/guarantees.md.
 
+KeyValue and Event are named tuples: they are made for every write, and cost least that way.
+
 Revisions: one counter for the whole keyspace, starting at 1 for the first write and rising by
 exactly one per successful create, update or delete. A key carries ``create_revision`` (the write
 that created this incarnation), ``mod_revision`` (its last write) and ``version`` (writes since
@@ -17,11 +19,10 @@ import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class KeyValue:
+class KeyValue(NamedTuple):
     key: str
     value: bytes
     create_revision: int
@@ -34,8 +35,7 @@ class EventType(enum.Enum):
     DELETE = "DELETE"
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One change. For PUT, ``kv`` is the new value and ``prev_kv`` the one it replaced (None on
     create). For DELETE, ``kv`` has the key, an empty value and ``mod_revision`` set to the
     deletion's revision; ``prev_kv`` is the value that was deleted."""

@@ -18,6 +18,12 @@ from kubelite.storage.interface import Event, EventType, KeyValue, ListResult
 from kubelite.storage.sqlite.connection import connect
 
 _LIVE_COLUMNS = "l.key, l.value, l.create_revision, l.revision, l.version"
+# The store revision is the newest log row's, or meta's if compaction removed newer rows.
+_SNAPSHOT_REVISIONS = (
+    "SELECT max((SELECT value FROM meta WHERE name = 'revision'),"
+    " coalesce((SELECT max(revision) FROM log), 0)),"
+    " (SELECT value FROM meta WHERE name = 'compacted')"
+)
 
 
 def prefix_end(prefix: str) -> str | None:
@@ -79,8 +85,8 @@ class Reader:
         db = self._db()
         db.execute("BEGIN")
         try:
-            rows = dict(db.execute("SELECT name, value FROM meta").fetchall())
-            yield db, rows["revision"], rows["compacted"]
+            current, compacted = db.execute(_SNAPSHOT_REVISIONS).fetchone()
+            yield db, current, compacted
         finally:
             db.execute("COMMIT")
 

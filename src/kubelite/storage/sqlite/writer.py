@@ -4,17 +4,19 @@ One thread owns the only write connection. It sleeps until a write is queued, th
 write waiting at that moment (up to ``MAX_BATCH``) into one transaction:
 
 1. ``BEGIN IMMEDIATE``.
-2. For each write, in queue order: read the key's live row, check the write's precondition
-   (absent for create; mod_revision == expected for update and delete). A write that fails its
-   check is answered with its own error and writes nothing; its batch-mates go on. A write that
-   passes takes the next revision, appends its ``log`` row and moves ``live``.
-3. Record the last revision in ``meta`` and ``COMMIT`` (fsync with synchronous=FULL).
+2. For each write, in queue order: check its precondition (absent for create; mod_revision ==
+   expected for update and delete) against the writer's in-memory index of live keys, which is
+   exact because no one else writes. A write that fails its check is answered with its own error
+   and writes nothing; its batch-mates go on. A write that passes takes the next revision,
+   appends its ``log`` row and moves ``live``.
+3. Read the values the batch replaced (for ``prev_kv``) in one query, then ``COMMIT`` (fsync
+   with synchronous=FULL).
 4. Hand the batch's results and events to the event loop in one ``call_soon_threadsafe``: watchers
    get the events, then every caller gets its answer. Nothing is acknowledged before step 3.
 
 Revisions are allocated inside the transaction by the only writer, so commit order is revision
-order, with no gaps. If the transaction fails, it is rolled back, the revision counter is rewound
-and every write in the batch is answered ``Unavailable``.
+order, with no gaps. If the transaction fails, it is rolled back, the revision counter and the
+index are rewound and every write in the batch is answered ``Unavailable``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, NamedTuple
 
 from kubelite.storage.errors import (
     Compacted,
@@ -73,10 +75,30 @@ class Op:
 # Called on the event loop after each commit: (ops answered, events, store revision, compacted).
 CommitCallback = Callable[[list[Op], list[Event], int, int], None]
 
-_SELECT_LIVE = (
-    "SELECT l.revision, l.create_revision, l.version, l.value "
-    "FROM live v JOIN log l ON l.revision = v.revision WHERE v.key = ?"
+
+class _Entry(NamedTuple):
+    """What the writer keeps in memory about a live key: all it needs to check a write."""
+
+    create_revision: int
+    mod_revision: int
+    version: int
+
+
+class _Written(NamedTuple):
+    """A write done in the current transaction, waiting for its event to be built."""
+
+    op: Op
+    type: EventType
+    kv: KeyValue
+    prev: _Entry | None
+
+
+_INSERT_LOG = (
+    "INSERT INTO log (revision, key, value, create_revision, prev_revision, version, deleted)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_VALUES_AT = "SELECT revision, value FROM log WHERE revision IN ({})"
+_IN_CHUNK = 500
 
 
 def _lock_exclusively(path: str) -> IO[bytes]:
@@ -92,18 +114,33 @@ def _lock_exclusively(path: str) -> IO[bytes]:
 
 
 class Writer:
+    """The only writer of a database. ``revision``, ``compacted`` and ``compact_done`` are read
+    on the writer thread and, once a commit is handed over, on the event loop."""
+
     def __init__(self, path: str, synchronous: Synchronous) -> None:
         self._lock_file = _lock_exclusively(path)
         try:
             self._db = connect(path, synchronous=synchronous)
             found = migrate(self._db)
             meta = dict(self._db.execute("SELECT name, value FROM meta").fetchall())
+            newest = self._db.execute("SELECT coalesce(max(revision), 0) FROM log").fetchone()[0]
+            # The only writer keeps every live key's revisions in memory, so checking a write
+            # costs no query (a few dozen bytes per key).
+            self._index = {
+                key: _Entry(*entry)
+                for key, *entry in self._db.execute(
+                    "SELECT v.key, l.create_revision, l.revision, l.version"
+                    " FROM live v JOIN log l ON l.revision = v.revision"
+                )
+            }
         except BaseException:
             self._lock_file.close()
             raise
         if 0 < found < SCHEMA_VERSION:
             log.info("migrated %s from schema version %d to %d", path, found, SCHEMA_VERSION)
-        self.revision: int = meta["revision"]
+        # meta.revision is written when compaction starts (compaction may remove the newest
+        # rows); otherwise the newest log row carries the store revision.
+        self.revision: int = max(meta["revision"], newest)
         self.compacted: int = meta["compacted"]
         self.compact_done: int = meta["compact_done"]
         self._queue: queue.SimpleQueue[Op] = queue.SimpleQueue()
@@ -148,15 +185,16 @@ class Writer:
 
     def _commit(self, batch: list[Op]) -> list[Event]:
         saved = (self.revision, self.compacted, self.compact_done)
-        events: list[Event] = []
+        self._undo: dict[str, _Entry | None] = {}
+        written: list[_Written] = []
         try:
             self._db.execute("BEGIN IMMEDIATE")
             for op in batch:
                 try:
-                    self._apply(op, events)
+                    self._apply(op, written)
                 except StorageError as exc:
                     op.error = exc
-            if (self.revision, self.compacted, self.compact_done) != saved:
+            if (self.compacted, self.compact_done) != saved[1:]:
                 self._db.executemany(
                     "UPDATE meta SET value = ? WHERE name = ?",
                     [
@@ -165,79 +203,118 @@ class Writer:
                         (self.compact_done, "compact_done"),
                     ],
                 )
+            events = self._events(written)
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             log.error("write transaction failed: %s", exc)
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self.revision, self.compacted, self.compact_done = saved
+            for key, entry in self._undo.items():
+                if entry is None:
+                    self._index.pop(key, None)
+                else:
+                    self._index[key] = entry
             for op in batch:
                 op.error, op.result = Unavailable(f"write failed: {exc}"), None
             return []
         return events
 
-    def _apply(self, op: Op, events: list[Event]) -> None:
+    def _apply(self, op: Op, written: list[_Written]) -> None:
         kind = op.kind
-        if kind is OpKind.CREATE:
-            self._create(op, events)
-        elif kind is OpKind.UPDATE:
-            self._update(op, events)
+        if kind is OpKind.UPDATE:
+            self._update(op, written)
+        elif kind is OpKind.CREATE:
+            self._create(op, written)
         elif kind is OpKind.DELETE:
-            self._delete(op, events)
+            self._delete(op, written)
         elif kind is OpKind.COMPACT_BEGIN:
             self._compact_begin(op)
         elif kind is OpKind.COMPACT_STEP:
             self._compact_step(op)
 
-    def _live(self, key: str) -> KeyValue | None:
-        row = self._db.execute(_SELECT_LIVE, (key,)).fetchone()
-        if row is None:
-            return None
-        return KeyValue(key, row[3], row[1], row[0], row[2])
+    def _events(self, written: list[_Written]) -> list[Event]:
+        """Build the batch's events, reading every replaced value in one query per chunk."""
+        prev_revisions = [w.prev.mod_revision for w in written if w.prev is not None]
+        values: dict[int, bytes] = {}
+        for i in range(0, len(prev_revisions), _IN_CHUNK):
+            chunk = prev_revisions[i : i + _IN_CHUNK]
+            values.update(
+                self._db.execute(_VALUES_AT.format(",".join("?" * len(chunk))), chunk).fetchall()
+            )
+        events = []
+        for op, type_, kv, prev in written:
+            prev_kv = None
+            if prev is not None:
+                prev_kv = KeyValue(kv.key, values[prev.mod_revision], *prev)
+            if type_ is EventType.DELETE:
+                assert prev_kv is not None
+                op.result = (kv.mod_revision, prev_kv)
+            events.append(Event(type_, kv, prev_kv))
+        return events
 
-    def _append(self, key: str, value: bytes | None, prev: KeyValue | None) -> int:
-        rev = self.revision + 1
-        create = prev.create_revision if prev else rev
-        version = prev.version + 1 if prev else 1
-        self._db.execute(
-            "INSERT INTO log (revision, key, value, create_revision, prev_revision, version,"
-            " deleted) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (rev, key, value, create, prev.mod_revision if prev else 0, version, value is None),
-        )
-        self.revision = rev
-        return rev
+    def _set(self, key: str, entry: _Entry | None) -> None:
+        if key not in self._undo:
+            self._undo[key] = self._index.get(key)
+        if entry is None:
+            del self._index[key]
+        else:
+            self._index[key] = entry
 
-    def _create(self, op: Op, events: list[Event]) -> None:
-        current = self._live(op.key)
-        if current is not None:
-            raise KeyExists(op.key, current)
-        rev = self._append(op.key, op.value, None)
-        self._db.execute("INSERT INTO live (key, revision) VALUES (?, ?)", (op.key, rev))
-        events.append(Event(EventType.PUT, KeyValue(op.key, op.value, rev, rev, 1), None))
-        op.result = rev
+    def _current(self, key: str, entry: _Entry) -> KeyValue:
+        """The live value of a key, for the error that reports it."""
+        row = self._db.execute(
+            "SELECT value FROM log WHERE revision = ?", (entry.mod_revision,)
+        ).fetchone()
+        return KeyValue(key, row[0], *entry)
 
-    def _checked_live(self, op: Op) -> KeyValue:
-        current = self._live(op.key)
-        if current is None:
+    def _checked(self, op: Op) -> _Entry:
+        entry = self._index.get(op.key)
+        if entry is None:
             raise NotFound(op.key)
-        if op.expected is not None and current.mod_revision != op.expected:
-            raise Conflict(op.key, op.expected, current)
-        return current
+        if op.expected is not None and entry.mod_revision != op.expected:
+            raise Conflict(op.key, op.expected, self._current(op.key, entry))
+        return entry
 
-    def _update(self, op: Op, events: list[Event]) -> None:
-        prev = self._checked_live(op)
-        rev = self._append(op.key, op.value, prev)
-        self._db.execute("UPDATE live SET revision = ? WHERE key = ?", (rev, op.key))
-        kv = KeyValue(op.key, op.value, prev.create_revision, rev, prev.version + 1)
-        events.append(Event(EventType.PUT, kv, prev))
+    def _create(self, op: Op, written: list[_Written]) -> None:
+        key = op.key
+        entry = self._index.get(key)
+        if entry is not None:
+            raise KeyExists(key, self._current(key, entry))
+        rev = self.revision + 1
+        self._db.execute(_INSERT_LOG, (rev, key, op.value, rev, 0, 1, 0))
+        self._db.execute("INSERT INTO live (key, revision) VALUES (?, ?)", (key, rev))
+        self.revision = rev
+        self._set(key, _Entry(rev, rev, 1))
+        written.append(_Written(op, EventType.PUT, KeyValue(key, op.value, rev, rev, 1), None))
         op.result = rev
 
-    def _delete(self, op: Op, events: list[Event]) -> None:
-        prev = self._checked_live(op)
-        rev = self._append(op.key, None, prev)
-        self._db.execute("DELETE FROM live WHERE key = ?", (op.key,))
-        events.append(Event(EventType.DELETE, KeyValue(op.key, b"", 0, rev, 0), prev))
-        op.result = (rev, prev)
+    def _update(self, op: Op, written: list[_Written]) -> None:
+        key = op.key
+        prev = self._checked(op)
+        rev = self.revision + 1
+        create, version = prev.create_revision, prev.version + 1
+        self._db.execute(_INSERT_LOG, (rev, key, op.value, create, prev.mod_revision, version, 0))
+        self._db.execute("UPDATE live SET revision = ? WHERE key = ?", (rev, key))
+        self.revision = rev
+        self._set(key, _Entry(create, rev, version))
+        written.append(
+            _Written(op, EventType.PUT, KeyValue(key, op.value, create, rev, version), prev)
+        )
+        op.result = rev
+
+    def _delete(self, op: Op, written: list[_Written]) -> None:
+        key = op.key
+        prev = self._checked(op)
+        rev = self.revision + 1
+        self._db.execute(
+            _INSERT_LOG,
+            (rev, key, None, prev.create_revision, prev.mod_revision, prev.version + 1, 1),
+        )
+        self._db.execute("DELETE FROM live WHERE key = ?", (key,))
+        self.revision = rev
+        self._set(key, None)
+        written.append(_Written(op, EventType.DELETE, KeyValue(key, b"", 0, rev, 0), prev))
 
     # -- compaction: one short transaction per step, queued between ordinary writes ---------
 
