@@ -121,7 +121,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
         """The key's value now, or as it was at ``revision``; None if not live then.
-        Raises Compacted below the compacted revision, FutureRevision above the current one."""
+        ``revision`` None or 0 means now (as in etcd). Raises Compacted below the compacted
+        revision, FutureRevision above the current one."""
 
     @abc.abstractmethod
     async def list(

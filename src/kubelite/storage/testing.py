@@ -140,9 +140,32 @@ class StoreConformance:
             *(store.update("/t/a", str(i).encode(), r1) for i in range(16)),
             return_exceptions=True,
         )
-        winners = [r for r in results if isinstance(r, int)]
+        winners = [(i, r) for i, r in enumerate(results) if isinstance(r, int)]
         assert len(winners) == 1
-        assert all(isinstance(r, Conflict) for r in results if not isinstance(r, int))
+        (i, rev) = winners[0]
+        winner = KeyValue("/t/a", str(i).encode(), r1, rev, 2)
+        losers = [r for r in results if not isinstance(r, int)]
+        assert all(isinstance(r, Conflict) and r.current == winner for r in losers)
+
+    async def test_writes_to_one_key_in_one_batch_apply_in_order(self, store: Store) -> None:
+        r1 = await store.create("/t/a", b"a1")
+        # Each group is issued at once, so a group-committing backend writes it in one batch.
+        created, exists = await asyncio.gather(
+            store.create("/t/b", b"b1"), store.create("/t/b", b"b2"), return_exceptions=True
+        )
+        assert isinstance(created, int)
+        assert isinstance(exists, KeyExists)
+        assert exists.current == KeyValue("/t/b", b"b1", created, created, 1)
+        (deleted, _), recreated = await asyncio.gather(
+            store.delete("/t/a", r1), store.create("/t/a", b"a2")
+        )
+        made, (gone, _) = await asyncio.gather(store.create("/t/c", b"c1"), store.delete("/t/c"))
+        assert recreated == deleted + 1
+        assert gone == made + 1
+        assert await store.get("/t/a") == KeyValue("/t/a", b"a2", recreated, recreated, 1)
+        assert await store.get("/t/c") is None
+        listed = await store.list("/t/")
+        assert [(kv.key, kv.value) for kv in listed.items] == [("/t/a", b"a2"), ("/t/b", b"b1")]
 
     async def test_conflict_fails_only_its_own_write(self, store: Store) -> None:
         revs = [await store.create(f"/t/{i}", b"0") for i in range(8)]

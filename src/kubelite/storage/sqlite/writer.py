@@ -97,6 +97,10 @@ _INSERT_LOG = (
     "INSERT INTO log (revision, key, value, create_revision, prev_revision, version, deleted)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_UPSERT_LIVE = (
+    "INSERT INTO live (key, revision) VALUES (?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET revision = excluded.revision"
+)
 _VALUES_AT = "SELECT revision, value FROM log WHERE revision IN ({})"
 _IN_CHUNK = 500
 
@@ -186,6 +190,8 @@ class Writer:
     def _commit(self, batch: list[Op]) -> list[Event]:
         saved = (self.revision, self.compacted, self.compact_done)
         self._undo: dict[str, _Entry | None] = {}
+        self._rows: list[tuple[object, ...]] = []
+        self._values: dict[int, bytes] = {}  # revision -> value written in this batch
         written: list[_Written] = []
         try:
             self._db.execute("BEGIN IMMEDIATE")
@@ -194,6 +200,7 @@ class Writer:
                     self._apply(op, written)
                 except StorageError as exc:
                     op.error = exc
+            self._flush()
             if (self.compacted, self.compact_done) != saved[1:]:
                 self._db.executemany(
                     "UPDATE meta SET value = ? WHERE name = ?",
@@ -205,8 +212,8 @@ class Writer:
                 )
             events = self._events(written)
             self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            log.error("write transaction failed: %s", exc)
+        except Exception as exc:  # an I/O error, or a bug: fail the batch, keep the writer
+            log.exception("write transaction failed")
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             self.revision, self.compacted, self.compact_done = saved
@@ -235,8 +242,12 @@ class Writer:
 
     def _events(self, written: list[_Written]) -> list[Event]:
         """Build the batch's events, reading every replaced value in one query per chunk."""
-        prev_revisions = [w.prev.mod_revision for w in written if w.prev is not None]
-        values: dict[int, bytes] = {}
+        values = self._values
+        prev_revisions = [
+            w.prev.mod_revision
+            for w in written
+            if w.prev is not None and w.prev.mod_revision not in values
+        ]
         for i in range(0, len(prev_revisions), _IN_CHUNK):
             chunk = prev_revisions[i : i + _IN_CHUNK]
             values.update(
@@ -253,6 +264,20 @@ class Writer:
             events.append(Event(type_, kv, prev_kv))
         return events
 
+    def _flush(self) -> None:
+        """Write the batch's log rows, then move ``live`` to where the index ended up: one
+        statement per kind of change for the whole batch, whatever order the writes came in."""
+        if not self._rows:
+            return
+        self._db.executemany(_INSERT_LOG, self._rows)
+        index = self._index
+        moved = [(key, index[key].mod_revision) for key in self._undo if key in index]
+        gone = [(key,) for key in self._undo if key not in index]
+        if moved:
+            self._db.executemany(_UPSERT_LIVE, moved)
+        if gone:
+            self._db.executemany("DELETE FROM live WHERE key = ?", gone)
+
     def _set(self, key: str, entry: _Entry | None) -> None:
         if key not in self._undo:
             self._undo[key] = self._index.get(key)
@@ -263,10 +288,12 @@ class Writer:
 
     def _current(self, key: str, entry: _Entry) -> KeyValue:
         """The live value of a key, for the error that reports it."""
-        row = self._db.execute(
-            "SELECT value FROM log WHERE revision = ?", (entry.mod_revision,)
-        ).fetchone()
-        return KeyValue(key, row[0], *entry)
+        value = self._values.get(entry.mod_revision)
+        if value is None:
+            value = self._db.execute(
+                "SELECT value FROM log WHERE revision = ?", (entry.mod_revision,)
+            ).fetchone()[0]
+        return KeyValue(key, value, *entry)
 
     def _checked(self, op: Op) -> _Entry:
         entry = self._index.get(op.key)
@@ -282,8 +309,8 @@ class Writer:
         if entry is not None:
             raise KeyExists(key, self._current(key, entry))
         rev = self.revision + 1
-        self._db.execute(_INSERT_LOG, (rev, key, op.value, rev, 0, 1, 0))
-        self._db.execute("INSERT INTO live (key, revision) VALUES (?, ?)", (key, rev))
+        self._rows.append((rev, key, op.value, rev, 0, 1, 0))
+        self._values[rev] = op.value
         self.revision = rev
         self._set(key, _Entry(rev, rev, 1))
         written.append(_Written(op, EventType.PUT, KeyValue(key, op.value, rev, rev, 1), None))
@@ -294,8 +321,8 @@ class Writer:
         prev = self._checked(op)
         rev = self.revision + 1
         create, version = prev.create_revision, prev.version + 1
-        self._db.execute(_INSERT_LOG, (rev, key, op.value, create, prev.mod_revision, version, 0))
-        self._db.execute("UPDATE live SET revision = ? WHERE key = ?", (rev, key))
+        self._rows.append((rev, key, op.value, create, prev.mod_revision, version, 0))
+        self._values[rev] = op.value
         self.revision = rev
         self._set(key, _Entry(create, rev, version))
         written.append(
@@ -307,11 +334,9 @@ class Writer:
         key = op.key
         prev = self._checked(op)
         rev = self.revision + 1
-        self._db.execute(
-            _INSERT_LOG,
-            (rev, key, None, prev.create_revision, prev.mod_revision, prev.version + 1, 1),
+        self._rows.append(
+            (rev, key, None, prev.create_revision, prev.mod_revision, prev.version + 1, 1)
         )
-        self._db.execute("DELETE FROM live WHERE key = ?", (key,))
         self.revision = rev
         self._set(key, None)
         written.append(_Written(op, EventType.DELETE, KeyValue(key, b"", 0, rev, 0), prev))
