@@ -12,6 +12,7 @@ import pytest
 
 from kubelite.storage import (
     Compacted,
+    Conflict,
     StoreOptions,
     Unavailable,
     WatchOverflow,
@@ -254,3 +255,19 @@ async def test_reads_do_not_wait_for_the_write_lock(tmp_path: Path) -> None:
     assert got.mod_revision == rev
     assert len(listed.items) == 1
     assert history[0].revision == rev
+
+
+async def test_prev_kv_comes_from_the_database_once_out_of_the_recent_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(writer_module, "RECENT_VALUES", 2)
+    async with await open_store("sqlite://", OPTIONS) as store:
+        revs = [await store.create(f"/k/{i}", f"v{i}".encode()) for i in range(5)]
+        for i, rev in enumerate(revs):  # /k/0../k/2 were pushed out of the 2 kept in memory
+            await store.update(f"/k/{i}", b"new", rev)
+        with pytest.raises(Conflict) as info:
+            await store.update("/k/0", b"stale", revs[0])
+        async with store.watch("/k/", revs[-1] + 1) as watch:
+            events = await take(watch, 5)
+    assert [e.prev_kv.value for e in events if e.prev_kv] == [f"v{i}".encode() for i in range(5)]
+    assert info.value.current.value == b"new"

@@ -7,10 +7,11 @@ write waiting at that moment (up to ``MAX_BATCH``) into one transaction:
 2. For each write, in queue order: check its precondition (absent for create; mod_revision ==
    expected for update and delete) against the writer's in-memory index of live keys, which is
    exact because no one else writes. A write that fails its check is answered with its own error
-   and writes nothing; its batch-mates go on. A write that passes takes the next revision,
-   appends its ``log`` row and moves ``live``.
-3. Read the values the batch replaced (for ``prev_kv``) in one query, then ``COMMIT`` (fsync
-   with synchronous=FULL).
+   and writes nothing; its batch-mates go on. A write that passes takes the next revision and
+   updates the index.
+3. Write the batch's ``log`` rows and move ``live`` to match the index (one statement per kind
+   of change), read the values the batch replaced (for ``prev_kv``) in one query, then
+   ``COMMIT`` (fsync with synchronous=FULL).
 4. Hand the batch's results and events to the event loop in one ``call_soon_threadsafe``: watchers
    get the events, then every caller gets its answer. Nothing is acknowledged before step 3.
 
@@ -28,6 +29,7 @@ import logging
 import queue
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
@@ -48,6 +50,7 @@ from kubelite.storage.sqlite.schema import SCHEMA_VERSION, migrate
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 1024
+RECENT_VALUES = 4096  # values kept in memory for the next events' prev_kv
 COMPACT_WINDOW = 2048  # revisions examined per compaction step: each step is one short transaction
 
 
@@ -147,6 +150,7 @@ class Writer:
         self.revision: int = max(meta["revision"], newest)
         self.compacted: int = meta["compacted"]
         self.compact_done: int = meta["compact_done"]
+        self._recent: OrderedDict[int, bytes] = OrderedDict()  # revision -> value, bounded
         self._queue: queue.SimpleQueue[Op] = queue.SimpleQueue()
         self._thread = threading.Thread(
             target=self._run, name="kubelite-sqlite-writer", daemon=True
@@ -212,6 +216,7 @@ class Writer:
                 )
             events = self._events(written)
             self._db.execute("COMMIT")
+            self._remember(self._values)
         except Exception as exc:  # an I/O error, or a bug: fail the batch, keep the writer
             log.exception("write transaction failed")
             if self._db.in_transaction:
@@ -242,7 +247,10 @@ class Writer:
 
     def _events(self, written: list[_Written]) -> list[Event]:
         """Build the batch's events, reading every replaced value in one query per chunk."""
-        values = self._values
+        values, recent = self._values, self._recent
+        for w in written:
+            if w.prev is not None and w.prev.mod_revision in recent:
+                values[w.prev.mod_revision] = recent[w.prev.mod_revision]
         prev_revisions = [
             w.prev.mod_revision
             for w in written
@@ -263,6 +271,14 @@ class Writer:
                 op.result = (kv.mod_revision, prev_kv)
             events.append(Event(type_, kv, prev_kv))
         return events
+
+    def _remember(self, values: dict[int, bytes]) -> None:
+        """Keep the latest values written: the next write to a key usually replaces one of them,
+        and its event needs that value as ``prev_kv``."""
+        recent = self._recent
+        recent.update(values)
+        while len(recent) > RECENT_VALUES:
+            recent.popitem(last=False)
 
     def _flush(self) -> None:
         """Write the batch's log rows, then move ``live`` to where the index ended up: one
@@ -288,11 +304,12 @@ class Writer:
 
     def _current(self, key: str, entry: _Entry) -> KeyValue:
         """The live value of a key, for the error that reports it."""
-        value = self._values.get(entry.mod_revision)
+        rev = entry.mod_revision
+        value = self._values[rev] if rev in self._values else self._recent.get(rev)
         if value is None:
-            value = self._db.execute(
-                "SELECT value FROM log WHERE revision = ?", (entry.mod_revision,)
-            ).fetchone()[0]
+            value = self._db.execute("SELECT value FROM log WHERE revision = ?", (rev,)).fetchone()[
+                0
+            ]
         return KeyValue(key, value, *entry)
 
     def _checked(self, op: Op) -> _Entry:
