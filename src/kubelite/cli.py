@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
+
+from kubelite.server.serve import ServeOptions, serve
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kubelite", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="kubelite", description="A Kubernetes-compatible API server."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the API server")
-    serve.add_argument("--store", default="sqlite:///./data/state.db", help="storage URL")
+    s = sub.add_parser("serve", help="run the API server")
+    s.add_argument("--data-dir", default="./kubelite-data", help="database, token and kubeconfig")
+    s.add_argument("--bind-address", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=6443, help="0 picks a free port")
+    s.add_argument("--storage", default=None, help="storage URL (default: SQLite in the data dir)")
+    s.add_argument(
+        "--history-seconds",
+        type=float,
+        default=300.0,
+        help="keep at least this much history for watches (seconds)",
+    )
+    s.add_argument(
+        "--history-revisions",
+        type=int,
+        default=1000,
+        help="keep at least this many revisions of history",
+    )
     args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.command == "serve":
-        print("API server: see the next issue (the storage engine is ready)", file=sys.stderr)
+        options = ServeOptions(
+            data_dir=args.data_dir,
+            bind_address=args.bind_address,
+            port=args.port,
+            storage=args.storage,
+            history_seconds=args.history_seconds,
+            history_revisions=args.history_revisions,
+        )
+        import uvloop
+
+        uvloop.run(serve(options))
         return 0
     return 2

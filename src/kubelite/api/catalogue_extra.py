@@ -1,0 +1,425 @@
+"""What the maintained data lacks: hand-written additions to the built-in catalogue.
+
+:mod:`kubelite.api.catalogue` derives every built-in kind (group, version, kind, plural, scope,
+verbs, subresources) from lightkube-models and its OpenAPI definition from kubernetes-validate.
+This module adds only what neither package carries, as small tables keyed by ``(group, plural)``
+(so both served versions of a kind, e.g. autoscaling/v1 and v2 HorizontalPodAutoscaler, share an
+entry). It is plain data and imports nothing from kubelite.
+
+Sources, all Kubernetes 1.3x (kubernetes/kubernetes, read at the commits the 1.37 packages
+follow):
+
+- short names and categories: each kind's ``ShortNames()``/``Categories()`` in
+  ``pkg/registry/*/*/storage/storage.go`` (what ``kubectl api-resources`` prints);
+- generation tracking: the strategies whose ``PrepareForCreate`` sets ``Generation = 1``
+  (``pkg/registry/*/*/strategy.go``; apiextensions-apiserver for CRDs);
+- unconditional update / create-on-update: each strategy's ``AllowUnconditionalUpdate()`` and
+  ``AllowCreateOnUpdate()``;
+- table columns: ``pkg/printers/internalversion/printers.go``, restricted to the columns a JSON
+  path can express (see :class:`ColumnSpec`);
+- group order: the APIService group priorities kube-apiserver registers
+  (``pkg/controlplane/apiserver/aggregator.go`` and its kube-specific list).
+
+Editing this file invalidates the catalogue cache (its bytes are part of the cache key).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+Key = tuple[str, str]  # (group, plural); group "" is the core group
+
+
+class ColumnSpec(NamedTuple):
+    """One Table column, rendered from the object by ``render`` over ``json_path``.
+
+    ``render`` is one of (see :func:`kubelite.api.catalogue.render_cell`):
+
+    - ``value``: the value at the path (several matches joined with ``,``), else ``default``;
+    - ``age``: the RFC 3339 timestamp at the path as a human duration (``45s``, ``2m10s``);
+    - ``count``: how many nodes the path matches, or entries of the map or list a bracket-free
+      path ends at (several paths, comma-separated, add up);
+    - ``sum``: the sum of the numbers the path matches;
+    - ``ratio``: ``"<a>/<b>"``; each side is the sum of its numeric matches or, when they are
+      not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers).
+    """
+
+    name: str
+    json_path: str
+    type: str = "string"
+    render: str = "value"
+    priority: int = 0
+    default: str | int | bool | None = None
+    format: str = ""
+    description: str = ""
+
+
+NAME = ColumnSpec(
+    "Name",
+    ".metadata.name",
+    format="name",
+    description="Name must be unique within a namespace.",
+)
+AGE = ColumnSpec(
+    "Age",
+    ".metadata.creationTimestamp",
+    render="age",
+    default="<unknown>",
+    description="CreationTimestamp is a timestamp representing the server time when this object "
+    "was created.",
+)
+CREATED_AT = ColumnSpec(
+    "Created At",
+    ".metadata.creationTimestamp",
+    type="date",
+    description="CreationTimestamp is a timestamp representing the server time when this object "
+    "was created.",
+)
+
+#: Columns of every kind not listed in TABLE_COLUMNS.
+DEFAULT_COLUMNS: tuple[ColumnSpec, ...] = (NAME, AGE)
+
+# Versions: kube-apiserver 1.37 serves every GA version by default and no alpha version; since
+# 1.24 new beta APIs are off by default, and no beta API of 1.37 predates that. So the catalogue
+# serves exactly the GA versions lightkube-models ships (catalogue.SERVED_VERSION); these two sets
+# adjust that rule per group-version should it ever need to.
+EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
+UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
+
+#: Subresources kubelite serves; the others lightkube knows (pods/log, pods/binding,
+#: pods/eviction, pods/ephemeralcontainers, pods/resize, serviceaccounts/token,
+#: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
+#: served=False and are neither routed nor discovered.
+SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize"})
+
+#: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which
+#: is this order; apiregistration.k8s.io, served by the aggregator itself, comes first.
+GROUP_ORDER: tuple[str, ...] = (
+    "",
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "resource.k8s.io",
+    "storagemigration.k8s.io",
+)
+
+SHORT_NAMES: dict[Key, tuple[str, ...]] = {
+    ("", "componentstatuses"): ("cs",),
+    ("", "configmaps"): ("cm",),
+    ("", "endpoints"): ("ep",),
+    ("", "events"): ("ev",),
+    ("", "limitranges"): ("limits",),
+    ("", "namespaces"): ("ns",),
+    ("", "nodes"): ("no",),
+    ("", "persistentvolumeclaims"): ("pvc",),
+    ("", "persistentvolumes"): ("pv",),
+    ("", "pods"): ("po",),
+    ("", "replicationcontrollers"): ("rc",),
+    ("", "resourcequotas"): ("quota",),
+    ("", "serviceaccounts"): ("sa",),
+    ("", "services"): ("svc",),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("crd", "crds"),
+    ("apps", "daemonsets"): ("ds",),
+    ("apps", "deployments"): ("deploy",),
+    ("apps", "replicasets"): ("rs",),
+    ("apps", "statefulsets"): ("sts",),
+    ("autoscaling", "horizontalpodautoscalers"): ("hpa",),
+    ("batch", "cronjobs"): ("cj",),
+    ("certificates.k8s.io", "certificatesigningrequests"): ("csr",),
+    ("events.k8s.io", "events"): ("ev",),
+    ("networking.k8s.io", "ingresses"): ("ing",),
+    ("networking.k8s.io", "networkpolicies"): ("netpol",),
+    ("policy", "poddisruptionbudgets"): ("pdb",),
+    ("scheduling.k8s.io", "priorityclasses"): ("pc",),
+    ("storage.k8s.io", "storageclasses"): ("sc",),
+    ("storage.k8s.io", "volumeattributesclasses"): ("vac",),
+}
+
+CATEGORIES: dict[Key, tuple[str, ...]] = {
+    ("", "pods"): ("all",),
+    ("", "replicationcontrollers"): ("all",),
+    ("", "services"): ("all",),
+    ("apps", "daemonsets"): ("all",),
+    ("apps", "deployments"): ("all",),
+    ("apps", "replicasets"): ("all",),
+    ("apps", "statefulsets"): ("all",),
+    ("autoscaling", "horizontalpodautoscalers"): ("all",),
+    ("batch", "cronjobs"): ("all",),
+    ("batch", "jobs"): ("all",),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"): ("api-extensions",),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"): ("api-extensions",),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("api-extensions",),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"): ("api-extensions",),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ("api-extensions",),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("api-extensions",),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("api-extensions",),
+    ("apiregistration.k8s.io", "apiservices"): ("api-extensions",),
+}
+
+#: Kinds whose create sets metadata.generation = 1 and whose spec changes bump it.
+TRACKS_GENERATION: frozenset[Key] = frozenset(
+    {
+        ("", "pods"),  # unconditionally since 1.33 (pod strategy PrepareForCreate)
+        ("", "replicationcontrollers"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("apps", "daemonsets"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+        ("autoscaling", "horizontalpodautoscalers"),  # behind HPAGeneration (on by default)
+        ("batch", "cronjobs"),
+        ("batch", "jobs"),
+        ("discovery.k8s.io", "endpointslices"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        ("networking.k8s.io", "ingressclasses"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("policy", "poddisruptionbudgets"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "devicetaintrules"),
+        ("resource.k8s.io", "resourceslices"),
+    }
+)
+
+#: Kinds whose AllowUnconditionalUpdate is false: a PUT without metadata.resourceVersion is 422.
+#: Every other built-in allows it (Pod included: its strategy returns true in 1.37).
+NO_UNCONDITIONAL_UPDATE: frozenset[Key] = frozenset(
+    {
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("apiregistration.k8s.io", "apiservices"),
+        ("coordination.k8s.io", "leases"),
+        ("resource.k8s.io", "devicetaintrules"),  # v1 and later; v1beta2/v1alpha3 allowed it
+    }
+)
+
+#: Kinds whose AllowCreateOnUpdate is true: a PUT to an absent name creates it (201).
+CREATE_ON_UPDATE: frozenset[Key] = frozenset(
+    {
+        ("", "endpoints"),
+        ("", "events"),
+        ("", "limitranges"),
+        ("coordination.k8s.io", "leases"),
+        ("events.k8s.io", "events"),  # the same storage and strategy as core events
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "roles"),
+    }
+)
+
+
+def _int(name: str, path: str, priority: int = 0, description: str = "") -> ColumnSpec:
+    return ColumnSpec(name, path, "integer", default=0, priority=priority, description=description)
+
+
+def _str(name: str, path: str, priority: int = 0, default: str = "<none>") -> ColumnSpec:
+    return ColumnSpec(name, path, default=default, priority=priority)
+
+
+_REPLICA_COLUMNS = (
+    NAME,
+    _int("Desired", ".spec.replicas"),
+    _int("Current", ".status.replicas"),
+    _int("Ready", ".status.readyReplicas"),
+    AGE,
+)
+
+TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
+    ("", "configmaps"): (NAME, ColumnSpec("Data", ".data,.binaryData", "integer", "count"), AGE),
+    ("", "events"): (
+        NAME,
+        ColumnSpec("Last Seen", ".lastTimestamp", render="age", default="<unknown>"),
+        _str("Type", ".type"),
+        _str("Reason", ".reason"),
+        _str("Message", ".message"),
+        AGE,
+    ),
+    ("", "namespaces"): (NAME, _str("Status", ".status.phase", default="Active"), AGE),
+    ("", "nodes"): (NAME, AGE, _str("Version", ".status.nodeInfo.kubeletVersion")),
+    ("", "persistentvolumeclaims"): (
+        NAME,
+        _str("Status", ".status.phase", default="Pending"),
+        _str("Volume", ".spec.volumeName", default=""),
+        _str("Capacity", ".status.capacity.storage", default=""),
+        _str("StorageClass", ".spec.storageClassName"),
+        AGE,
+    ),
+    ("", "persistentvolumes"): (
+        NAME,
+        _str("Capacity", ".spec.capacity.storage", default=""),
+        _str("Reclaim Policy", ".spec.persistentVolumeReclaimPolicy", default="Retain"),
+        _str("Status", ".status.phase", default="Pending"),
+        _str("StorageClass", ".spec.storageClassName", default=""),
+        AGE,
+    ),
+    ("", "pods"): (
+        NAME,
+        ColumnSpec(
+            "Ready",
+            ".status.containerStatuses[?(@.ready==true)]/.spec.containers[*]",
+            render="ratio",
+            description="The aggregate readiness state of this pod for accepting traffic.",
+        ),
+        ColumnSpec(
+            "Status",
+            ".status.phase",
+            default="Pending",
+            description="The aggregate status of the containers in this pod.",
+        ),
+        ColumnSpec(
+            "Restarts",
+            ".status.containerStatuses[*].restartCount",
+            "integer",
+            "sum",
+            description="The number of times the containers in this pod have been restarted.",
+        ),
+        AGE,
+        _str("IP", ".status.podIP", priority=1),
+        _str("Node", ".spec.nodeName", priority=1),
+        _str("Nominated Node", ".status.nominatedNodeName", priority=1),
+    ),
+    ("", "replicationcontrollers"): _REPLICA_COLUMNS,
+    ("", "secrets"): (
+        NAME,
+        _str("Type", ".type", default="Opaque"),
+        ColumnSpec("Data", ".data", "integer", "count"),
+        AGE,
+    ),
+    ("", "serviceaccounts"): (NAME, ColumnSpec("Secrets", ".secrets[*]", "integer", "count"), AGE),
+    ("", "services"): (
+        NAME,
+        _str("Type", ".spec.type", default="ClusterIP"),
+        _str("Cluster-IP", ".spec.clusterIP"),
+        AGE,
+    ),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (NAME, CREATED_AT),
+    ("apps", "controllerrevisions"): (NAME, _int("Revision", ".revision"), AGE),
+    ("apps", "daemonsets"): (
+        NAME,
+        _int("Desired", ".status.desiredNumberScheduled"),
+        _int("Current", ".status.currentNumberScheduled"),
+        _int("Ready", ".status.numberReady"),
+        _int("Up-to-date", ".status.updatedNumberScheduled"),
+        _int("Available", ".status.numberAvailable"),
+        AGE,
+    ),
+    ("apps", "deployments"): (
+        NAME,
+        ColumnSpec(
+            "Ready",
+            ".status.readyReplicas/.spec.replicas",
+            render="ratio",
+            description="Number of the pod with ready state",
+        ),
+        _int(
+            "Up-to-date",
+            ".status.updatedReplicas",
+            description="Total number of non-terminated "
+            "pods targeted by this deployment that have the desired template spec.",
+        ),
+        _int(
+            "Available",
+            ".status.availableReplicas",
+            description="Total number of available "
+            "pods (ready for at least minReadySeconds) targeted by this deployment.",
+        ),
+        AGE,
+    ),
+    ("apps", "replicasets"): _REPLICA_COLUMNS,
+    ("apps", "statefulsets"): (
+        NAME,
+        ColumnSpec("Ready", ".status.readyReplicas/.spec.replicas", render="ratio"),
+        AGE,
+    ),
+    ("autoscaling", "horizontalpodautoscalers"): (
+        NAME,
+        _int("MinPods", ".spec.minReplicas"),
+        _int("MaxPods", ".spec.maxReplicas"),
+        _int("Replicas", ".status.currentReplicas"),
+        AGE,
+    ),
+    ("batch", "cronjobs"): (
+        NAME,
+        _str("Schedule", ".spec.schedule", default=""),
+        _str("Timezone", ".spec.timeZone"),
+        ColumnSpec("Suspend", ".spec.suspend", "boolean", default=False),
+        ColumnSpec("Active", ".status.active[*]", "integer", "count"),
+        ColumnSpec("Last Schedule", ".status.lastScheduleTime", render="age", default="<none>"),
+        AGE,
+    ),
+    ("batch", "jobs"): (
+        NAME,
+        ColumnSpec("Completions", ".status.succeeded/.spec.completions", render="ratio"),
+        AGE,
+    ),
+    ("coordination.k8s.io", "leases"): (
+        NAME,
+        _str("Holder", ".spec.holderIdentity", default=""),
+        AGE,
+    ),
+    ("discovery.k8s.io", "endpointslices"): (NAME, _str("AddressType", ".addressType"), AGE),
+    ("events.k8s.io", "events"): (
+        NAME,
+        _str("Type", ".type"),
+        _str("Reason", ".reason"),
+        _str("Note", ".note"),
+        AGE,
+    ),
+    ("networking.k8s.io", "ingressclasses"): (NAME, _str("Controller", ".spec.controller"), AGE),
+    ("networking.k8s.io", "ingresses"): (
+        NAME,
+        _str("Class", ".spec.ingressClassName"),
+        _str("Hosts", ".spec.rules[*].host", default="*"),
+        _str("Address", ".status.loadBalancer.ingress[*].ip", default=""),
+        AGE,
+    ),
+    ("node.k8s.io", "runtimeclasses"): (NAME, _str("Handler", ".handler"), AGE),
+    ("policy", "poddisruptionbudgets"): (
+        NAME,
+        _str("Min Available", ".spec.minAvailable", default="N/A"),
+        _str("Max Unavailable", ".spec.maxUnavailable", default="N/A"),
+        _int("Allowed Disruptions", ".status.disruptionsAllowed"),
+        AGE,
+    ),
+    ("rbac.authorization.k8s.io", "clusterroles"): (NAME, CREATED_AT),
+    ("rbac.authorization.k8s.io", "roles"): (NAME, CREATED_AT),
+    ("scheduling.k8s.io", "priorityclasses"): (
+        NAME,
+        _int("Value", ".value"),
+        ColumnSpec("Global-Default", ".globalDefault", "boolean", default=False),
+        AGE,
+    ),
+    ("storage.k8s.io", "storageclasses"): (
+        NAME,
+        _str("Provisioner", ".provisioner", default=""),
+        _str("ReclaimPolicy", ".reclaimPolicy", default="Delete"),
+        _str("VolumeBindingMode", ".volumeBindingMode", default="Immediate"),
+        ColumnSpec("AllowVolumeExpansion", ".allowVolumeExpansion", "boolean", default=False),
+        AGE,
+    ),
+    ("", "limitranges"): (NAME, CREATED_AT),
+}

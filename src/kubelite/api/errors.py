@@ -1,0 +1,189 @@
+"""The API layer's one error tree, and the one mapping from errors to ``Status`` bodies.
+
+Every failure the API reports is an :class:`APIError` carrying exactly what kube-apiserver would
+put in its ``Status``: code, reason, message and details. Texts follow
+shared/spec/api-semantics.md §0, because kubectl and the client libraries print them and branch on
+them. :func:`status_body` is the only place a Status body is built; the client turns Status bodies
+back into these classes in one place too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    reason: str
+    message: str
+    field: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"reason": self.reason, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+class APIError(Exception):
+    """A failure with a Kubernetes ``Status``. ``details`` holds name/group/kind/uid/causes."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.retry_after = retry_after
+
+
+def _details(
+    name: str | None, group: str, kind: str, causes: list[Cause] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if name is not None:
+        out["name"] = name
+    if group:
+        out["group"] = group
+    if kind:
+        out["kind"] = kind
+    if causes:
+        out["causes"] = [c.as_dict() for c in causes]
+    return out
+
+
+def qualified(resource: str, group: str) -> str:
+    """``configmaps``, ``deployments.apps``: how messages name a resource."""
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, group: str, name: str) -> APIError:
+    return APIError(
+        404,
+        "NotFound",
+        f'{qualified(resource, group)} "{name}" not found',
+        _details(name, group, resource),
+    )
+
+
+def already_exists(resource: str, group: str, name: str, *, deleting: bool = False) -> APIError:
+    prefix = "object is being deleted: " if deleting else ""
+    return APIError(
+        409,
+        "AlreadyExists",
+        f'{prefix}{qualified(resource, group)} "{name}" already exists',
+        _details(name, group, resource),
+    )
+
+
+MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def conflict(resource: str, group: str, name: str, why: str = MODIFIED) -> APIError:
+    """409 Conflict on a resource (``kind`` here may be a plural or a Kind: callers choose)."""
+    return APIError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
+        _details(name, group, resource),
+    )
+
+
+def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> APIError:
+    """422 Invalid: ``<Kind[.group]> "<name>" is invalid: <field>: <message>[, ...]``."""
+    texts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return APIError(
+        422,
+        "Invalid",
+        f'{qualified(kind, group)} "{name}" is invalid: {joined}',
+        _details(name, group, kind, causes),
+    )
+
+
+def forbidden(
+    resource: str, group: str, name: str, why: str, causes: list[Cause] | None = None
+) -> APIError:
+    return APIError(
+        403,
+        "Forbidden",
+        f'{qualified(resource, group)} "{name}" is forbidden: {why}',
+        _details(name, group, resource, causes),
+    )
+
+
+def bad_request(message: str) -> APIError:
+    return APIError(400, "BadRequest", message)
+
+
+def expired(message: str) -> APIError:
+    return APIError(410, "Expired", message)
+
+
+def unsupported_media_type(accepted: list[str]) -> APIError:
+    return APIError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted),
+    )
+
+
+def method_not_allowed() -> APIError:
+    return APIError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+    )
+
+
+def path_not_found() -> APIError:
+    return APIError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def unauthorized() -> APIError:
+    return APIError(401, "Unauthorized", "Unauthorized")
+
+
+def too_large(message: str = "the request is too large") -> APIError:
+    return APIError(413, "RequestEntityTooLarge", message)
+
+
+def internal(message: str) -> APIError:
+    """A 500 without a reason: how kube-apiserver reports errors that are not Status errors."""
+    return APIError(500, "", message)
+
+
+def timeout(
+    message: str, causes: list[Cause] | None = None, retry_after: int | None = None
+) -> APIError:
+    details = _details(None, "", "", causes)
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return APIError(504, "Timeout", f"Timeout: {message}", details, retry_after=retry_after)
+
+
+def status_body(error: APIError) -> dict[str, Any]:
+    """The ``Status`` body for an error, keys in kube-apiserver's order, empty ones left out."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": error.message,
+    }
+    if error.reason:
+        body["reason"] = error.reason
+    if error.details is not None:  # kube-apiserver sends {} for some errors, nothing for others
+        body["details"] = error.details
+    body["code"] = error.code
+    return body

@@ -1,0 +1,50 @@
+"""Object name validation and ``generateName``, as apimachinery does them."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+
+LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+# Kinds whose names must be DNS-1123 labels rather than subdomains (apimachinery's validators).
+LABEL_NAMED = frozenset({"Namespace", "Service"})
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATED_PREFIX = 58
+
+
+def name_errors(kind: str, name: str) -> list[str]:
+    """Messages for an invalid name (empty list: valid)."""
+    errors: list[str] = []
+    if kind in LABEL_NAMED:
+        if len(name) > 63:
+            errors.append("must be no more than 63 characters")
+        if not _DNS1123_LABEL.match(name):
+            errors.append(LABEL_MESSAGE)
+    else:
+        if len(name) > 253:
+            errors.append("must be no more than 253 characters")
+        if not _DNS1123_SUBDOMAIN.match(name):
+            errors.append(SUBDOMAIN_MESSAGE)
+    return errors
+
+
+def generate_name(prefix: str) -> str:
+    """``prefix`` (cut to 58 characters) and five random characters."""
+    suffix = "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+    return prefix[:MAX_GENERATED_PREFIX] + suffix

@@ -1,0 +1,676 @@
+"""The generic registry: Kubernetes verbs turned into storage calls, for every kind alike.
+
+One :class:`Registry` serves every resource in the catalogue; per-kind behaviour comes from the
+kind's :class:`~kubelite.api.catalogue.ResourceInfo` (does it track generation, allow
+unconditional update or create-on-update, have a status subresource). Optimistic concurrency lives
+here in exactly one place, :meth:`Registry.guaranteed_update` (kube-apiserver's
+GuaranteedUpdate): read, apply a function, compare-and-swap on the revision read, and on losing
+the race read again and re-apply. Only explicit resourceVersion or UID preconditions surface as
+409; internal contention never does.
+
+Storage keys: ``/registry/<plural>/<namespace>/<name>`` for the core group and
+``/registry/<group>/<plural>/<namespace>/<name>`` otherwise (cluster-scoped kinds have no
+namespace segment). Stored bodies are JSON without ``metadata.resourceVersion``; it is stamped
+from the storage revision on every read.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+import orjson
+
+from kubelite.api import errors
+from kubelite.api import resourceversion as rv
+from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
+from kubelite.api.errors import APIError, Cause
+from kubelite.api.merge_patch import json_merge_patch
+from kubelite.api.names import generate_name, name_errors
+from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
+from kubelite.storage import (
+    Compacted,
+    Conflict,
+    EventType,
+    FutureRevision,
+    KeyExists,
+    KeyValue,
+    NotFound,
+    Store,
+)
+
+Obj = dict[str, Any]
+UpdateFn = Callable[[Obj], Awaitable[Obj | None]]
+
+GENERATE_NAME_ATTEMPTS = 8
+NAMESPACE_KEY_PREFIX = "/registry/namespaces/"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def storage_prefix(info: ResourceInfo, namespace: str | None) -> str:
+    base = (
+        f"/registry/{info.plural}/" if not info.group else f"/registry/{info.group}/{info.plural}/"
+    )
+    if info.namespaced and namespace:
+        return f"{base}{namespace}/"
+    return base
+
+
+def storage_key(info: ResourceInfo, namespace: str | None, name: str) -> str:
+    return storage_prefix(info, namespace) + name
+
+
+def encode(obj: Obj) -> bytes:
+    body = copy.copy(obj)
+    body["metadata"] = dict(obj.get("metadata") or {})
+    body["metadata"].pop("resourceVersion", None)
+    return orjson.dumps(body)
+
+
+def decode(kv: KeyValue) -> Obj:
+    obj: Obj = orjson.loads(kv.value)
+    return rv.stamp(obj, kv.mod_revision)
+
+
+def meta_of(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    return meta
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    label_selector: Callable[[Obj], bool] | None = None
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str | None = None
+    resource_version_match: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED
+    object: Obj
+    revision: int
+
+
+class Registry:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
+        kv = await self.store.get(storage_key(info, namespace, name))
+        if kv is None:
+            raise errors.not_found(info.plural, info.group, name)
+        return decode(kv)
+
+    async def list(self, info: ResourceInfo, namespace: str | None, opts: ListOptions) -> Obj:
+        prefix = storage_prefix(info, namespace)
+        revision: int | None = None
+        start_after: str | None = None
+        if opts.continue_token:
+            if opts.resource_version not in (None, "", "0"):
+                raise errors.bad_request(
+                    "specifying resource version is not allowed when using continue"
+                )
+            revision, start_after = _decode_continue(opts.continue_token, prefix)
+        else:
+            requested = _parse_rv(opts.resource_version)
+            exact = opts.resource_version_match == "Exact" or (
+                requested and opts.limit and opts.resource_version_match != "NotOlderThan"
+            )
+            if requested and exact:
+                revision = requested
+        limit = opts.limit if opts.limit > 0 else None
+        if opts.resource_version == "0" and not opts.continue_token:
+            limit = None  # kube-apiserver serves RV=0 from its cache, ignoring limit
+        items: list[Obj] = []
+        try:
+            while True:
+                result = await self.store.list(prefix, revision, limit, start_after)
+                revision = result.revision
+                for kv in result.items:
+                    obj = decode(kv)
+                    if opts.label_selector is None or opts.label_selector(obj):
+                        items.append(obj)
+                if not result.more or (limit is not None and len(items) >= limit):
+                    break
+                start_after = result.items[-1].key
+        except Compacted:
+            if opts.continue_token:
+                raise errors.expired(CONTINUE_EXPIRED)
+            raise errors.expired("The resourceVersion for the provided list is too old.")
+        except FutureRevision as exc:
+            raise errors.timeout(
+                f"Too large resource version: {exc.requested_revision}, "
+                f"current: {exc.current_revision}",
+                [Cause("ResourceVersionTooLarge", "Too large resource version")],
+                retry_after=1,
+            )
+        metadata: dict[str, Any] = {"resourceVersion": str(revision)}
+        if limit is not None and result.more:
+            last_key = result.items[-1].key if result.items else (start_after or prefix)
+            metadata["continue"] = _encode_continue(revision, last_key, prefix)
+        return {
+            "kind": info.list_kind,
+            "apiVersion": info.group_version,
+            "metadata": metadata,
+            "items": items,
+        }
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def create(
+        self, info: ResourceInfo, namespace: str | None, body: Obj, *, dry_run: bool = False
+    ) -> Obj:
+        obj = self._prepare_create(info, namespace, body)
+        if info.namespaced and namespace:
+            await self._check_namespace(namespace, info, obj)
+        meta = obj["metadata"]
+        generated = "name" not in meta
+        for _ in range(GENERATE_NAME_ATTEMPTS if generated else 1):
+            if generated:
+                meta["name"] = generate_name(meta["generateName"])
+            key = storage_key(info, namespace, meta["name"])
+            if dry_run:
+                if await self.store.get(key) is not None:
+                    raise errors.already_exists(info.plural, info.group, meta["name"])
+                return rv.stamp(obj, await self.store.current_revision() or 1)
+            try:
+                revision = await self.store.create(key, encode(obj))
+            except KeyExists as exc:
+                if generated:
+                    continue
+                deleting = "deletionTimestamp" in (
+                    orjson.loads(exc.current.value).get("metadata") or {}
+                )
+                raise errors.already_exists(
+                    info.plural, info.group, meta["name"], deleting=deleting
+                )
+            return rv.stamp(obj, revision)
+        raise errors.already_exists(info.plural, info.group, meta["name"])
+
+    def _prepare_create(self, info: ResourceInfo, namespace: str | None, body: Obj) -> Obj:
+        obj = copy.deepcopy(body)
+        _check_type_meta(info, obj)
+        meta = meta_of(obj)
+        body_rv = meta.get("resourceVersion")
+        if isinstance(body_rv, str) and body_rv not in ("", "0") and body_rv.isdigit():
+            raise errors.internal("resourceVersion should not be set on objects to be created")
+        meta.pop("resourceVersion", None)
+        _check_namespace_field(info, namespace, meta)
+        name = meta.get("name") or ""
+        if not name:
+            meta.pop("name", None)
+            if not meta.get("generateName"):
+                raise errors.invalid(
+                    info.kind,
+                    info.group,
+                    "",
+                    [
+                        Cause(
+                            "FieldValueRequired",
+                            "Required value: name or generateName is required",
+                            "metadata.name",
+                        )
+                    ],
+                )
+        else:
+            _validate_name(info, name)
+        for field in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now()
+        if info.tracks_generation:
+            meta["generation"] = 1
+        if "status" in info.subresources:
+            obj.pop("status", None)
+        obj["apiVersion"], obj["kind"] = info.group_version, info.kind
+        return obj
+
+    async def _check_namespace(self, namespace: str, info: ResourceInfo, obj: Obj) -> None:
+        kv = await self.store.get(NAMESPACE_KEY_PREFIX + namespace)
+        if kv is None:
+            raise errors.not_found("namespaces", "", namespace)
+        ns = orjson.loads(kv.value)
+        if ns.get("metadata", {}).get("deletionTimestamp"):
+            name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
+            raise errors.forbidden(
+                info.plural,
+                info.group,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                [
+                    Cause(
+                        "NamespaceTerminating",
+                        f"namespace {namespace} is being terminated",
+                        "metadata.namespace",
+                    )
+                ],
+            )
+
+    async def guaranteed_update(
+        self, info: ResourceInfo, namespace: str | None, name: str, fn: UpdateFn
+    ) -> tuple[Obj, bool]:
+        """Apply ``fn`` to the current object and compare-and-swap the result, re-reading and
+        re-applying when another writer got there first. ``fn`` returns the new object, or None
+        to delete it. Returns (object, written). Equal bytes are not written (no-op)."""
+        key = storage_key(info, namespace, name)
+        kv = await self.store.get(key)
+        while True:
+            if kv is None:
+                raise errors.not_found(info.plural, info.group, name)
+            current = decode(kv)
+            new = await fn(copy.deepcopy(current))
+            try:
+                if new is None:
+                    revision, _ = await self.store.delete(key, kv.mod_revision)
+                    return rv.stamp(current, revision), True
+                data = encode(new)
+                if data == kv.value:
+                    return current, False
+                revision = await self.store.update(key, data, kv.mod_revision)
+                return rv.stamp(new, revision), True
+            except Conflict as exc:
+                kv = exc.current
+            except NotFound:
+                kv = None
+
+    async def update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """PUT. Returns (object, created)."""
+        _check_type_meta(info, body)
+        meta = meta_of(body)
+        if meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        if info.namespaced and meta.get("namespace", namespace) != namespace:
+            raise errors.bad_request(
+                f"the namespace of the object ({meta.get('namespace')}) does not match the "
+                f"namespace on the request ({namespace})"
+            )
+        try:
+            requested = rv.parse(meta.get("resourceVersion") or "")
+        except rv.BadResourceVersion as exc:
+            raise errors.internal(str(exc))
+        key = storage_key(info, namespace, name)
+        creatable = info.allow_create_on_update and not subresource
+        if creatable and await self.store.get(key) is None:
+            body = {**body, "metadata": {**meta, "name": name}}
+            return await self.create(info, namespace, body, dry_run=dry_run), True
+
+        async def apply(current: Obj) -> Obj | None:
+            cur_meta = current["metadata"]
+            if meta.get("uid") and meta["uid"] != cur_meta.get("uid"):
+                raise errors.conflict(
+                    info.plural,
+                    info.group,
+                    name,
+                    "StorageError: invalid object, Code: 4, Key: "
+                    f"{key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in "
+                    f"precondition: {meta['uid']}, UID in object meta: {cur_meta.get('uid')}",
+                )
+            if not requested and not info.allow_unconditional_update:
+                raise errors.invalid(
+                    info.plural,
+                    info.group,
+                    name,
+                    [
+                        Cause(
+                            "FieldValueInvalid",
+                            "Invalid value: 0: must be specified for an update",
+                            "metadata.resourceVersion",
+                        )
+                    ],
+                )
+            if requested and requested != int(cur_meta["resourceVersion"]):
+                raise errors.conflict(info.plural, info.group, name)
+            return self._merge_update(info, current, body, subresource)
+
+        if dry_run:
+            current = await self.get(info, namespace, name)
+            return rv.stamp(await apply(current) or current, int(rv.of(current))), False
+        obj, _ = await self.guaranteed_update(info, namespace, name, apply)
+        if obj.get("metadata", {}).get("deletionTimestamp") and not obj["metadata"].get(
+            "finalizers"
+        ):
+            await self._finish_deletion(info, namespace, name)
+        return obj, False
+
+    def _merge_update(self, info: ResourceInfo, current: Obj, body: Obj, subresource: str) -> Obj:
+        """The stored object after a PUT of ``body``: server-owned fields kept, generation
+        bumped on spec changes, and the other half kept when a status subresource exists."""
+        new = copy.deepcopy(body)
+        new["apiVersion"], new["kind"] = info.group_version, info.kind
+        meta = new["metadata"] = dict(new.get("metadata") or {})
+        cur_meta = current["metadata"]
+        if subresource == "status":
+            new = {**copy.deepcopy(current), "status": new.get("status")}
+            if new["status"] is None:
+                new.pop("status")
+            meta = new["metadata"]
+        elif "status" in info.subresources:
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
+        for field in ("uid", "creationTimestamp", "namespace", "name"):
+            if field in cur_meta:
+                meta[field] = cur_meta[field]
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in cur_meta:
+                meta[field] = cur_meta[field]
+            else:
+                meta.pop(field, None)
+        meta.pop("resourceVersion", None)
+        if info.tracks_generation:
+            generation = int(cur_meta.get("generation", 1))
+            if subresource != "status" and _spec_changed(current, new):
+                generation += 1
+            meta["generation"] = generation
+        else:
+            meta.pop("generation", None)
+        return new
+
+    async def patch(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Obj:
+        """PATCH: the patch is re-applied to the current object on every internal retry, so a
+        patch without a resourceVersion never conflicts; one that sets it is checked as a PUT."""
+
+        async def apply(current: Obj) -> Obj | None:
+            patched = apply_patch(info, current, patch_type, patch)
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patched object is not a JSON object")
+            requested = rv.of(patched)
+            if requested and requested != current["metadata"]["resourceVersion"]:
+                raise errors.conflict(info.plural, info.group, name)
+            patched.setdefault("metadata", {})
+            if not isinstance(patched["metadata"], dict):
+                raise errors.bad_request("metadata must be an object")
+            return self._merge_update(info, current, patched, subresource)
+
+        if dry_run:
+            current = await self.get(info, namespace, name)
+            result = await apply(copy.deepcopy(current))
+            return rv.stamp(result or current, int(rv.of(current)))
+        obj, _ = await self.guaranteed_update(info, namespace, name, apply)
+        meta = obj.get("metadata", {})
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            await self._finish_deletion(info, namespace, name)
+        return obj
+
+    async def delete(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        *,
+        precondition_uid: str = "",
+        precondition_rv: str = "",
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """DELETE. Returns (object, gone): gone is False when finalizers keep it."""
+
+        async def mark_or_delete(current: Obj) -> Obj | None:
+            meta = current["metadata"]
+            if precondition_uid and precondition_uid != meta.get("uid"):
+                raise errors.conflict(
+                    info.kind,
+                    info.group,
+                    name,
+                    f"the UID in the precondition ({precondition_uid}) does not match the UID in "
+                    f"record ({meta.get('uid')}). The object might have been deleted and then "
+                    "recreated",
+                )
+            if precondition_rv and precondition_rv != meta.get("resourceVersion"):
+                raise errors.conflict(
+                    info.kind,
+                    info.group,
+                    name,
+                    f"the ResourceVersion in the precondition ({precondition_rv}) does not match "
+                    f"the ResourceVersion in record ({meta.get('resourceVersion')}). The object "
+                    "might have been modified",
+                )
+            if meta.get("finalizers"):
+                if "deletionTimestamp" not in meta:
+                    meta["deletionTimestamp"] = now()
+                    meta["deletionGracePeriodSeconds"] = 0
+                    if int(meta.get("generation", 0)) > 0:
+                        meta["generation"] = int(meta["generation"]) + 1
+                meta.pop("resourceVersion", None)
+                return current
+            return None
+
+        if dry_run:
+            current = await self.get(info, namespace, name)
+            result = await mark_or_delete(copy.deepcopy(current))
+            return (result or current), result is None
+        obj, _ = await self.guaranteed_update(info, namespace, name, mark_or_delete)
+        gone = not obj["metadata"].get("finalizers")
+        return obj, gone
+
+    async def _finish_deletion(self, info: ResourceInfo, namespace: str | None, name: str) -> None:
+        async def drop(current: Obj) -> Obj | None:
+            meta = current["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                return None
+            return current
+
+        try:
+            await self.guaranteed_update(info, namespace, name, drop)
+        except APIError as exc:
+            if exc.code != 404:
+                raise
+
+    # -- watch ----------------------------------------------------------------------------
+
+    async def watch(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        resource_version: str | None,
+        matches: Callable[[Obj], bool] | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """ADDED for every current object when ``resource_version`` is unset or "0", then every
+        change after it. Raises APIError 410 when the revision has been compacted."""
+        prefix = storage_prefix(info, namespace)
+        start = _parse_rv(resource_version)
+        if not start:
+            listing = await self.store.list(prefix)
+            start = listing.revision
+            for kv in listing.items:
+                obj = decode(kv)
+                if matches is None or matches(obj):
+                    yield WatchEvent("ADDED", obj, kv.mod_revision)
+        try:
+            watch = self.store.watch(prefix, start + 1)
+            await watch.start()
+        except Compacted as exc:
+            raise errors.expired(f"too old resource version: {start} ({exc.compacted_revision})")
+        async with watch:
+            async for event in watch:
+                for out in _translate(event, matches):
+                    yield out
+
+
+def apply_patch(info: ResourceInfo, current: Obj, patch_type: str, patch: Any) -> Any:
+    """``current`` patched by one of the three patch formats (never mutates ``current``)."""
+    if patch_type == "application/json-patch+json":
+        if not isinstance(patch, list):
+            raise errors.bad_request("json patch must be a list of operations")
+        if len(patch) > 10000:
+            raise errors.too_large(
+                "The allowed maximum operations in a JSON patch is 10000, got " + str(len(patch))
+            )
+        try:
+            return jsonpatch.apply_patch(current, patch)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError):
+            raise APIError(
+                422, "Invalid", "the server rejected our request due to an error in our request", {}
+            )
+    if patch_type == "application/merge-patch+json":
+        return json_merge_patch(current, patch)
+    if not info.strategic_merge:
+        raise errors.unsupported_media_type(
+            [
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]
+        )
+    if not isinstance(patch, dict):
+        raise errors.bad_request("a strategic merge patch must be a JSON object")
+    try:
+        return strategic_merge(current, patch, _patch_schema(info.schema_ref))
+    except StrategicMergeError as exc:
+        if exc.code == 422:
+            raise APIError(422, "Invalid", str(exc), {})
+        raise errors.bad_request(str(exc))
+
+
+@functools.cache
+def _patch_schema(name: str) -> Schema:
+    return Schema.from_definitions(load_schema_definitions(), name)
+
+
+def _translate(event: Any, matches: Callable[[Obj], bool] | None) -> list[WatchEvent]:
+    revision = event.revision
+    if event.type is EventType.DELETE:
+        obj = rv.stamp(orjson.loads(event.prev_kv.value), revision)
+        if matches is None or matches(obj):
+            return [WatchEvent("DELETED", obj, revision)]
+        return []
+    obj = decode(event.kv)
+    now_matches = matches is None or matches(obj)
+    if event.prev_kv is None:
+        return [WatchEvent("ADDED", obj, revision)] if now_matches else []
+    if matches is None:
+        return [WatchEvent("MODIFIED", obj, revision)]
+    before = matches(orjson.loads(event.prev_kv.value))
+    if before and now_matches:
+        return [WatchEvent("MODIFIED", obj, revision)]
+    if now_matches:
+        return [WatchEvent("ADDED", obj, revision)]
+    if before:
+        old = rv.stamp(orjson.loads(event.prev_kv.value), revision)
+        return [WatchEvent("DELETED", old, revision)]
+    return []
+
+
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
+    token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix) :] + "\x00"}
+    return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
+
+
+def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        revision, start = int(data["rv"]), str(data["start"])
+        if data.get("v") != "meta.k8s.io/v1" or not start.endswith("\x00") or revision < 1:
+            raise ValueError
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise errors.bad_request(
+            "invalid continue token: continue key is not valid: the continue token is invalid"
+        )
+    return revision, prefix + start[:-1]
+
+
+def _parse_rv(value: str | None) -> int:
+    try:
+        return rv.parse(value)
+    except rv.BadResourceVersion:
+        raise errors.bad_request(f"invalid resource version: {value}")
+
+
+def _check_type_meta(info: ResourceInfo, obj: Obj) -> None:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version and api_version != info.group_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({info.group_version})"
+        )
+    if kind and kind != info.kind:
+        raise errors.bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
+        )
+
+
+def _check_namespace_field(info: ResourceInfo, namespace: str | None, meta: dict[str, Any]) -> None:
+    if not info.namespaced:
+        meta.pop("namespace", None)
+        return
+    if meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    meta["namespace"] = namespace
+
+
+def _validate_name(info: ResourceInfo, name: str) -> None:
+    problems = name_errors(info.kind, name)
+    if problems:
+        raise errors.invalid(
+            info.kind,
+            info.group,
+            name,
+            [
+                Cause("FieldValueInvalid", f'Invalid value: "{name}": {p}', "metadata.name")
+                for p in problems
+            ],
+        )
+
+
+def _spec_changed(old: Obj, new: Obj) -> bool:
+    """Anything outside metadata and status changed, or (as for Deployments) annotations."""
+    strip = ("metadata", "status", "apiVersion", "kind")
+    if {k: v for k, v in old.items() if k not in strip} != {
+        k: v for k, v in new.items() if k not in strip
+    }:
+        return True
+    return (old["metadata"].get("annotations") or {}) != (new["metadata"].get("annotations") or {})

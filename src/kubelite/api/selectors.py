@@ -1,0 +1,454 @@
+"""Label and field selectors (``?labelSelector=``, ``?fieldSelector=``) as kube-apiserver has them.
+
+Label selectors follow apimachinery's ``pkg/labels/selector.go``::
+
+    <selector>    ::= "" | <requirement> | <requirement> "," <selector>
+    <requirement> ::= KEY                                  exists
+                    | "!" KEY                              does not exist
+                    | KEY ("=" | "==" | "!=") [VALUE]      equality (an absent VALUE is "")
+                    | KEY ("in" | "notin") "(" <values> ")"
+                    | KEY (">" | "<") INTEGER              numeric comparison ("gt", "lt")
+    <values>      ::= "" | VALUE | VALUE "," <values>      (empty members allowed: "(a,,b)")
+
+Whitespace (space, tab, CR, LF) separates tokens anywhere; ``=!(),<>`` end a KEY or VALUE. KEY is
+``[DNS-subdomain "/"] name``; name and VALUE are at most 63 bytes of ``[A-Za-z0-9_.-]``, starting
+and ending alphanumeric (a VALUE may be empty). ``in``/``notin`` are keywords only where an operator
+is expected. ``!=`` and ``notin`` also match objects that lack the key.
+
+Field selectors follow ``pkg/fields/selector.go``: terms ``field=value``, ``field==value`` or
+``field!=value`` joined by unescaped commas; in a value ``\\,`` ``\\=`` ``\\\\`` stand for the
+character itself, any other escape or an unescaped ``=`` is an error. A missing field reads as "".
+
+Error texts are apimachinery's, verbatim, which is what the 400 Status carries: kube-apiserver's
+list/watch handler (``apiserver/pkg/endpoints/handlers/get.go``) decodes the query through
+``ParameterCodec.DecodeParameters``, whose ``Convert_string_To_labels_Selector`` /
+``Convert_string_To_fields_Selector`` (meta/v1 ``conversion.go``) return the parser's error
+unwrapped, and answers ``errors.NewBadRequest(err.Error())``. (The ``couldn't parse the selector
+string "...": ...`` wrapper is client-side, ``metav1.ParseToLabelSelector``.) An unsupported field
+is rejected afterwards by the kind's field-label conversion: ``field label not supported: <f>``
+(our spec's text; it is what Pods, Events, Secrets, Namespaces, Services and custom resources say,
+while kinds with no conversion of their own, ConfigMap among them, fall back to runtime's
+``"<f>" is not a known field selector: only "metadata.name", "metadata.namespace"``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Operator = Literal["=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"]
+DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
+
+
+class SelectorError(ValueError):
+    """A selector kube-apiserver would refuse with 400 BadRequest; ``str()`` is the message."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Label key/value validation (apimachinery api/validate/content: IsLabelKey, IsLabelValue)
+
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE_FMT = f"({_NAME_FMT})?"
+_DNS_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_NAME_RE, _VALUE_RE, _DNS_RE = (re.compile(f) for f in (_NAME_FMT, _VALUE_FMT, _DNS_FMT))
+_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len(text: str, limit: int) -> bool:
+    return len(text.encode()) > limit
+
+
+def _label_key_errors(key: str) -> list[str]:
+    errs: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        detail = _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+        suffix = " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        return [f"a valid label key {detail}{suffix}"]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if _max_len(prefix, 253):
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _DNS_RE.fullmatch(prefix):
+                errs.append("prefix part " + _regex_error(_DNS_MSG, _DNS_FMT, "example.com"))
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _max_len(name, 63):
+        errs.append("name part must be no more than 63 bytes")
+    if not _NAME_RE.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_NAME_MSG, _NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def _label_value_errors(value: str) -> list[str]:
+    errs = ["must be no more than 63 bytes"] if _max_len(value, 63) else []
+    if not _VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
+_GO_ESCAPES |= {"\v": r"\v", '"': r"\"", "\\": r"\\"}
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` of a string, as field errors print a bad value."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            if code < 0x80:
+                out.append(f"\\x{code:02x}")
+            elif code < 0x10000:
+                out.append(f"\\u{code:04x}")
+            else:
+                out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _parse_int64(text: str) -> int | None:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Label selectors
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ANDed term: ``key`` related to ``values`` (sorted, distinct) by ``operator``."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator in ("=", "==", "in"):
+            return present and labels[self.key] in self.values
+        if self.operator in ("!=", "notin"):
+            return not present or labels[self.key] not in self.values
+        if self.operator == "exists":
+            return present
+        if self.operator == "!":
+            return not present
+        have = _parse_int64(labels[self.key]) if present else None
+        want = _parse_int64(self.values[0])
+        if have is None or want is None:
+            return False
+        return have > want if self.operator == "gt" else have < want
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when the selector restricts nothing (matches every object)."""
+        return not self.requirements
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+_ID, _EOS = "identifier", "end of string"
+_WHITESPACE = frozenset(" \t\r\n")
+_SPECIAL = frozenset("=!(),<>")
+_ID_END = _SPECIAL | _WHITESPACE | {"\0"}
+_SYMBOLS = frozenset({"=", "==", "!", "!=", "(", ")", ",", "<", ">"})
+# fmt: off
+_OPERATORS: dict[str, Operator] = {
+    "in": "in", "notin": "notin", "=": "=", "==": "==", "!=": "!=", ">": "gt", "<": "lt"
+}
+# fmt: on
+_Token = tuple[str, str]  # (kind, literal); kind is _ID, _EOS, a symbol, "in" or "notin"
+
+
+def _lex(text: str) -> list[_Token]:
+    """Tokens as apimachinery's Lexer yields them (a NUL byte reads as end of input there, too)."""
+    tokens: list[_Token] = []
+    pos, size = 0, len(text)
+    while True:
+        while pos < size and text[pos] in _WHITESPACE:
+            pos += 1
+        if pos >= size or text[pos] == "\0":
+            tokens.append((_EOS, ""))
+            return tokens
+        end = pos + 1
+        if text[pos] in _SPECIAL:  # longest symbol, growing one character at a time
+            while end < size and text[pos : end + 1] in _SYMBOLS:
+                end += 1
+            kind = text[pos:end]
+        else:
+            while end < size and text[end] not in _ID_END:
+                end += 1
+            kind = text[pos:end] if text[pos:end] in ("in", "notin") else _ID
+        tokens.append((kind, text[pos:end]))
+        pos = end + 1 if end < size and text[end] == "\0" else end
+
+
+class _LabelParser:
+    def __init__(self, text: str) -> None:
+        self._tokens = _lex(text)
+        self._pos = 0
+
+    def _peek(self) -> _Token:
+        kind, lit = self._tokens[min(self._pos, len(self._tokens) - 1)]
+        return (_ID if kind in ("in", "notin") else kind), lit
+
+    def _next(self, *, keywords: bool = False) -> _Token:
+        kind, lit = self._tokens[min(self._pos, len(self._tokens) - 1)]
+        self._pos += 1
+        return (kind if keywords or kind not in ("in", "notin") else _ID), lit
+
+    def parse(self) -> LabelSelector:
+        requirements: list[Requirement] = []
+        while True:
+            kind, lit = self._peek()
+            if kind == _EOS:
+                break
+            if kind not in (_ID, "!"):
+                raise SelectorError(f"found '{lit}', expected: !, identifier, or 'end of string'")
+            try:
+                requirements.append(self._requirement())
+            except SelectorError as err:
+                raise SelectorError(f"unable to parse requirement: {err}") from None
+            kind, lit = self._next()
+            if kind == _EOS:
+                break
+            if kind != ",":
+                raise SelectorError(f"found '{lit}', expected: ',' or 'end of string'")
+            kind, lit = self._peek()
+            if kind not in (_ID, "!"):
+                raise SelectorError(f"found '{lit}', expected: identifier after ','")
+        return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
+
+    def _requirement(self) -> Requirement:
+        kind, key = self._next()
+        negated = kind == "!"
+        if negated:
+            kind, key = self._next()
+        if kind != _ID:
+            raise SelectorError(f"found '{key}', expected: identifier")
+        if errs := _label_key_errors(key):
+            raise SelectorError(f"<nil>: Invalid value: {_go_quote(key)}: {'; '.join(errs)}")
+        if negated:
+            return Requirement(key, "!")
+        if self._peek()[0] in (_EOS, ","):
+            return Requirement(key, "exists")
+        kind, lit = self._next(keywords=True)
+        if kind not in _OPERATORS:
+            raise SelectorError(f"found '{lit}', expected: in, notin, =, ==, !=, gt, lt")
+        operator = _OPERATORS[kind]
+        values = self._value_set() if operator in ("in", "notin") else {self._exact_value()}
+        return _new_requirement(key, operator, sorted(values))
+
+    def _exact_value(self) -> str:
+        if self._peek()[0] in (_EOS, ","):
+            return ""
+        kind, lit = self._next()
+        if kind != _ID:
+            raise SelectorError(f"found '{lit}', expected: identifier")
+        return lit
+
+    def _value_set(self) -> set[str]:
+        kind, lit = self._next()
+        if kind != "(":
+            raise SelectorError(f"found '{lit}' expected: '('")
+        kind, lit = self._peek()
+        if kind == ")":
+            self._next()
+            return {""}
+        if kind not in (_ID, ","):
+            raise SelectorError(f"found '{lit}', expected: ',', ')' or identifier")
+        values: set[str] = set()
+        while True:  # a comma list where an empty member is "": "(a,,b)", "(,a)", "(a,)"
+            kind, lit = self._next()
+            if kind == _ID:
+                values.add(lit)
+                kind, lit = self._peek()
+                if kind == ")":
+                    break
+                if kind != ",":
+                    raise SelectorError(f"found '{lit}', expected: ',' or ')'")
+            elif kind == ",":
+                if not values:
+                    values.add("")
+                if self._peek()[0] in (")", ","):
+                    values.add("")
+                if self._peek()[0] == ")":
+                    break
+            else:
+                raise SelectorError(f"found '{lit}', expected: ',', or identifier")
+        self._next()  # the ")"
+        return values
+
+
+def _new_requirement(key: str, operator: Operator, values: list[str]) -> Requirement:
+    """apimachinery's NewRequirement checks on the values; errors aggregate as Go prints them."""
+    errors: list[str] = []
+    if operator in ("gt", "lt"):
+        errors += [
+            f"values[{i}]: Invalid value: {_go_quote(v)}: "
+            "for 'Gt', 'Lt' operators, the value must be an integer"
+            for i, v in enumerate(values)
+            if _parse_int64(v) is None
+        ]
+    for i, value in enumerate(values):
+        if errs := _label_value_errors(value):
+            errors.append(
+                f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}"
+            )
+    errors = list(dict.fromkeys(errors))
+    if errors:
+        raise SelectorError(errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]")
+    return Requirement(key, operator, tuple(values))
+
+
+def parse_label_selector(text: str) -> LabelSelector:
+    """Parse a ``labelSelector``; raise `SelectorError` with kube-apiserver's 400 message."""
+    return _LabelParser(text).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# Field selectors
+
+
+@dataclass(frozen=True)
+class FieldTerm:
+    field: str
+    operator: Literal["=", "!="]
+    value: str
+
+    def matches(self, fields: Mapping[str, str]) -> bool:
+        return (fields.get(self.field, "") == self.value) == (self.operator == "=")
+
+
+@dataclass(frozen=True)
+class FieldSelector:
+    terms: tuple[FieldTerm, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.terms
+
+    def matches(self, fields: Mapping[str, str]) -> bool:
+        return all(t.matches(fields) for t in self.terms)
+
+    def requires_exact_match(self, field: str) -> str | None:
+        """The value an ``=``/``==`` term pins ``field`` to (the first such term), else None."""
+        return next((t.value for t in self.terms if t.field == field and t.operator == "="), None)
+
+    def exact_name(self) -> str | None:
+        return self.requires_exact_match("metadata.name")
+
+    def exact_namespace(self) -> str | None:
+        return self.requires_exact_match("metadata.namespace")
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on commas not preceded by an escaping backslash (escapes stay in the terms)."""
+    terms, start, escaped = [], 0, False
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            terms.append(text[start:i])
+            start = i + 1
+    return [*terms, text[start:]] if text else []
+
+
+def _unescape(value: str) -> str:
+    out, escaped = [], False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise SelectorError(f"invalid field selector: invalid escape sequence: \\{ch}")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            raise SelectorError(f"invalid field selector: unescaped character in value: {ord(ch)}")
+        else:
+            out.append(ch)
+    if escaped:
+        raise SelectorError("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
+
+
+def parse_field_selector(text: str, supported: Collection[str] = DEFAULT_FIELDS) -> FieldSelector:
+    """Parse a ``fieldSelector``; fields outside ``supported`` are refused as kube-apiserver does.
+
+    Terms are checked in sorted order, as apimachinery sorts them, so the first error reported is
+    the one kube-apiserver reports.
+    """
+    terms: list[FieldTerm] = []
+    for part in sorted(_split_terms(text)):
+        if not part:
+            continue
+        for i in range(len(part)):  # the first operator wins; "!=" and "==" before "="
+            op = next((op for op in ("!=", "==", "=") if part.startswith(op, i)), None)
+            if op is not None:
+                break
+        else:
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+        value = _unescape(part[i + len(op) :])
+        terms.append(FieldTerm(part[:i], "!=" if op == "!=" else "=", value))
+    for term in terms:
+        if term.field not in supported:
+            raise SelectorError(f"field label not supported: {term.field}")
+    return FieldSelector(tuple(terms))
+
+
+def object_fields(obj: Mapping[str, Any], extra: Collection[str] = ()) -> dict[str, str]:
+    """The selectable fields of ``obj``: name, namespace and each dotted path in ``extra``.
+
+    Scalars render as Go would (``true``/``false``, ``3``); a missing or non-scalar value is "".
+    """
+    fields: dict[str, str] = {}
+    for path in (*DEFAULT_FIELDS, *extra):
+        node: Any = obj
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, bool):
+            fields[path] = "true" if node else "false"
+        elif isinstance(node, str | int):
+            fields[path] = str(node)
+        else:
+            fields[path] = ""
+    return fields

@@ -1,0 +1,423 @@
+"""A bare ASGI application: the Kubernetes REST API over the registry.
+
+One thin handler per verb: parse the request, call the registry, encode the answer. Every error
+becomes a ``Status`` body through :func:`kubelite.api.errors.status_body`; an unexpected
+exception becomes a 500 Status and is logged, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+
+from kubelite.api import errors
+from kubelite.api import resourceversion as rv
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.errors import APIError
+from kubelite.api.registry import ListOptions, Registry
+from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from kubelite.server import discovery
+from kubelite.server.routing import ResourcePath, parse_resource_path
+
+log = logging.getLogger(__name__)
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+MAX_BODY = 3 * 1024 * 1024
+JSON = b"application/json"
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+)
+
+
+class Request:
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.query = {
+            k: v[-1]
+            for k, v in parse_qs(
+                scope.get("query_string", b"").decode(), keep_blank_values=True
+            ).items()
+        }
+        self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        self._receive = receive
+
+    async def body(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                raise errors.bad_request("client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise errors.too_large()
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def json(self) -> Any:
+        raw = await self.body()
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
+
+    async def json_object(self) -> dict[str, Any]:
+        body = await self.json()
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        return body
+
+    def flag(self, name: str) -> bool:
+        """A boolean query parameter parsed like Go's strconv.ParseBool (empty counts as true
+        for ``watch``, as kube-apiserver does)."""
+        value = self.query.get(name)
+        if value is None:
+            return False
+        return value.lower() not in ("0", "f", "false")
+
+
+async def send_json(
+    send: Send, status: int, body: Any, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    data = orjson.dumps(body)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", JSON),
+                (b"content-length", str(len(data)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def send_error(send: Send, error: APIError) -> None:
+    headers = ((b"retry-after", str(error.retry_after).encode()),) if error.retry_after else ()
+    await send_json(send, error.code, errors.status_body(error), headers)
+
+
+class KubeliteApp:
+    def __init__(self, registry: Registry, catalogue: Catalogue, token: str | None) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        self.token = token
+        self.shutting_down = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        try:
+            await self.handle(request, send)
+        except APIError as exc:
+            await send_error(send, exc)
+        except Exception as exc:  # never let one request take the server down
+            log.exception("internal error serving %s %s", request.method, request.path)
+            await send_error(send, errors.internal(f"Internal error occurred: {exc}"))
+
+    async def handle(self, request: Request, send: Send) -> None:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
+        if path == "/version":
+            await send_json(send, 200, discovery.version())
+            return
+        self.authenticate(request)
+        document = discovery.document(self.catalogue, path)
+        if document is not None:
+            await send_json(send, 200, document)
+            return
+        target = parse_resource_path(path)
+        if target is None:
+            raise errors.path_not_found()
+        info = self.catalogue.lookup(target.group, target.version, target.plural)
+        if info is None or (target.subresource and target.subresource not in info.subresources):
+            raise errors.path_not_found()
+        await self.dispatch(request, send, info, target)
+
+    def authenticate(self, request: Request) -> None:
+        if self.token is None:
+            return
+        header = request.headers.get("authorization", "")
+        if header != f"Bearer {self.token}":
+            raise errors.unauthorized()
+
+    async def dispatch(
+        self, request: Request, send: Send, info: ResourceInfo, target: ResourcePath
+    ) -> None:
+        method, name, ns = request.method, target.name, target.namespace
+        if info.namespaced and name is not None and ns is None:
+            raise errors.path_not_found()
+        if name is None:
+            if method == "GET":
+                if target.legacy_watch or request.flag("watch"):
+                    await self.watch(request, send, info, ns)
+                else:
+                    await self.list(request, send, info, ns)
+                return
+            if method == "POST":
+                body = await request.json_object()
+                obj = await self.registry.create(info, ns, body, dry_run=_dry_run(request))
+                await send_json(send, 201, obj)
+                return
+            if method == "DELETE":
+                await self.delete_collection(request, send, info, ns)
+                return
+            raise errors.method_not_allowed()
+        if method == "GET":
+            if target.legacy_watch or request.flag("watch"):
+                await self.watch(request, send, info, ns, name=name)
+                return
+            await send_json(send, 200, await self.registry.get(info, ns, name))
+            return
+        if method == "PUT":
+            body = await request.json_object()
+            obj, created = await self.registry.update(
+                info, ns, name, body, subresource=target.subresource, dry_run=_dry_run(request)
+            )
+            await send_json(send, 201 if created else 200, obj)
+            return
+        if method == "PATCH":
+            content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            if content_type not in PATCH_TYPES[:3]:
+                raise errors.unsupported_media_type(list(PATCH_TYPES))
+            patch = await request.json()
+            obj = await self.registry.patch(
+                info,
+                ns,
+                name,
+                content_type,
+                patch,
+                subresource=target.subresource,
+                dry_run=_dry_run(request),
+            )
+            await send_json(send, 200, obj)
+            return
+        if method == "DELETE":
+            await self.delete(request, send, info, ns, name)
+            return
+        raise errors.method_not_allowed()
+
+    def list_options(self, request: Request) -> ListOptions:
+        q = request.query
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise errors.bad_request(f"invalid limit: {q.get('limit')}")
+        return ListOptions(
+            label_selector=self.matcher(request),
+            limit=limit,
+            continue_token=q.get("continue", ""),
+            resource_version=q.get("resourceVersion"),
+            resource_version_match=q.get("resourceVersionMatch", ""),
+        )
+
+    def matcher(self, request: Request) -> Callable[[dict[str, Any]], bool] | None:
+        label_text = request.query.get("labelSelector", "")
+        field_text = request.query.get("fieldSelector", "")
+        if not label_text and not field_text:
+            return None
+        try:
+            labels = parse_label_selector(label_text)
+            fields = parse_field_selector(field_text)
+        except SelectorError as exc:
+            raise errors.bad_request(str(exc))
+
+        def matches(obj: dict[str, Any]) -> bool:
+            meta = obj.get("metadata") or {}
+            return labels.matches(meta.get("labels") or {}) and fields.matches(
+                {
+                    "metadata.name": meta.get("name", ""),
+                    "metadata.namespace": meta.get("namespace", ""),
+                }
+            )
+
+        return matches
+
+    async def list(self, request: Request, send: Send, info: ResourceInfo, ns: str | None) -> None:
+        await send_json(send, 200, await self.registry.list(info, ns, self.list_options(request)))
+
+    async def delete(
+        self, request: Request, send: Send, info: ResourceInfo, ns: str | None, name: str
+    ) -> None:
+        options = await _delete_options(request)
+        pre = options.get("preconditions") or {}
+        obj, gone = await self.registry.delete(
+            info,
+            ns,
+            name,
+            precondition_uid=pre.get("uid") or "",
+            precondition_rv=pre.get("resourceVersion") or "",
+            dry_run=_dry_run(request) or "All" in (options.get("dryRun") or []),
+        )
+        if not gone:
+            await send_json(send, 200, obj)
+            return
+        details: dict[str, Any] = {"name": name}
+        if info.group:
+            details["group"] = info.group
+        details["kind"] = info.plural
+        details["uid"] = obj["metadata"].get("uid", "")
+        await send_json(
+            send,
+            200,
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            },
+        )
+
+    async def delete_collection(
+        self, request: Request, send: Send, info: ResourceInfo, ns: str | None
+    ) -> None:
+        listing = await self.registry.list(info, ns, self.list_options(request))
+        dry_run = _dry_run(request)
+        for item in listing["items"]:
+            meta = item["metadata"]
+            try:
+                await self.registry.delete(
+                    info, meta.get("namespace"), meta["name"], dry_run=dry_run
+                )
+            except APIError as exc:
+                if exc.code != 404:
+                    raise
+        await send_json(send, 200, listing)
+
+    async def watch(
+        self,
+        request: Request,
+        send: Send,
+        info: ResourceInfo,
+        ns: str | None,
+        name: str | None = None,
+    ) -> None:
+        matches = self.matcher(request)
+        if name is not None:
+            matches = _named(name, matches)
+        resource_version = request.query.get("resourceVersion")
+        try:
+            rv.parse(resource_version)
+        except rv.BadResourceVersion:
+            raise errors.bad_request(f"invalid resource version: {resource_version}")
+        timeout_text = request.query.get("timeoutSeconds")
+        timeout = float(timeout_text) if timeout_text else random.uniform(1800, 3600)
+        events = self.registry.watch(info, ns, resource_version, matches)
+        started = False
+
+        async def start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [(b"content-type", JSON), (b"transfer-encoding", b"chunked")],
+                    }
+                )
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await start()
+                    line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
+                    await send({"type": "http.response.body", "body": line, "more_body": True})
+            except APIError as exc:  # the stream has begun: errors travel as ERROR events
+                line = orjson.dumps({"type": "ERROR", "object": errors.status_body(exc)}) + b"\n"
+                await send({"type": "http.response.body", "body": line, "more_body": True})
+
+        await asyncio.sleep(0)
+        pumping = asyncio.ensure_future(pump())
+        disconnected = asyncio.ensure_future(_wait_disconnect(request))
+        stopping = asyncio.ensure_future(self.shutting_down.wait())
+        try:
+            await start()
+            done, _ = await asyncio.wait(
+                {pumping, disconnected, stopping},
+                timeout=timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if pumping in done:
+                pumping.result()
+        finally:
+            for task in (pumping, disconnected, stopping):
+                task.cancel()
+            await asyncio.gather(pumping, disconnected, stopping, return_exceptions=True)
+            await events.aclose()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _named(
+    name: str, inner: Callable[[dict[str, Any]], bool] | None
+) -> Callable[[dict[str, Any]], bool]:
+    """A watch of one object: the path's name, and the selector if there is one."""
+
+    def matches(obj: dict[str, Any]) -> bool:
+        same = (obj.get("metadata") or {}).get("name") == name
+        return same and (inner is None or inner(obj))
+
+    return matches
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while (await request._receive())["type"] != "http.disconnect":
+        pass
+
+
+def _dry_run(request: Request) -> bool:
+    value = request.query.get("dryRun")
+    if value is None:
+        return False
+    if value != "All":
+        raise errors.bad_request(f'Unsupported value: "{value}": supported values: "All"')
+    return True
+
+
+async def _delete_options(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        options = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"couldn't decode the DeleteOptions: {exc}")
+    return options if isinstance(options, dict) else {}

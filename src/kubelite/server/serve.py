@@ -1,0 +1,157 @@
+"""``kubelite serve``: open the store, write the kubeconfig, serve HTTP until told to stop.
+
+The data directory holds the SQLite database (``state.db``), the admin token (``token``, mode
+0600, generated on first start) and a ``kubeconfig`` that kubectl and the client libraries accept
+as-is. SIGINT/SIGTERM stop accepting, end watch streams, finish in-flight requests and close the
+store.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
+from kubelite.api.errors import APIError
+from kubelite.api.registry import Registry
+from kubelite.server.asgi import KubeliteApp
+from kubelite.server.tls import ServingFiles, ensure_serving_files
+from kubelite.storage import StoreOptions, open_store
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    data_dir: str = "./kubelite-data"
+    bind_address: str = "127.0.0.1"
+    port: int = 6443
+    storage: str | None = None
+    history_seconds: float = 300.0
+    history_revisions: int = 1000
+
+
+def load_or_create_token(data_dir: Path) -> str:
+    path = data_dir / "token"
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token
+
+
+def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> Path:
+    """A complete kubeconfig (JSON is YAML): cluster, user, context, current-context."""
+    ca_data = base64.b64encode(ca_cert.read_bytes()).decode()
+    cluster = {"server": server, "certificate-authority-data": ca_data}
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubelite", "cluster": cluster}],
+        "users": [{"name": "kubelite-admin", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": "kubelite",
+                "context": {
+                    "cluster": "kubelite",
+                    "user": "kubelite-admin",
+                    "namespace": "default",
+                },
+            }
+        ],
+        "current-context": "kubelite",
+        "preferences": {},
+    }
+    path = data_dir / "kubeconfig"
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(config, f, indent=2)
+    os.replace(tmp, path)
+    return path
+
+
+async def ensure_namespaces(registry: Registry, catalogue: Catalogue) -> None:
+    info = catalogue.lookup("", "v1", "namespaces")
+    assert info is not None
+    for name in SYSTEM_NAMESPACES:
+        try:
+            await registry.create(info, None, {"metadata": {"name": name}})
+        except APIError as exc:
+            if exc.reason != "AlreadyExists":
+                raise
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: KubeliteApp) -> None:
+        super().__init__(config)
+        self.kubelite_app = app
+
+    def handle_exit(self, sig: int, frame: object) -> None:
+        self.kubelite_app.shutting_down.set()  # end watch streams so the drain can finish
+        super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+
+def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
+    """The data directory, the admin token and the TLS files, each made on first start."""
+    data_dir = Path(options.data_dir).absolute()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return (
+        data_dir,
+        load_or_create_token(data_dir),
+        ensure_serving_files(data_dir, options.bind_address),
+    )
+
+
+async def serve(options: ServeOptions) -> None:
+    data_dir, token, tls = prepare_data_dir(options)
+    url = options.storage or f"sqlite://{data_dir}/state.db"
+    store = await open_store(
+        url,
+        StoreOptions(
+            retention_seconds=options.history_seconds,
+            min_retained_revisions=options.history_revisions,
+        ),
+    )
+    try:
+        catalogue = load_builtin_catalogue()
+        registry = Registry(store)
+        await ensure_namespaces(registry, catalogue)
+        app = KubeliteApp(registry, catalogue, token)
+        sock = socket.socket(socket.AF_INET6 if ":" in options.bind_address else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((options.bind_address, options.port))
+        sock.listen(2048)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        server_url = f"https://{shown}:{port}"
+        kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
+        print(f"kubelite serving on {server_url}", flush=True)
+        print(f"export KUBECONFIG={kubeconfig}", flush=True)
+        config = uvicorn.Config(
+            app,
+            http="httptools",
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=10,
+            ssl_certfile=str(tls.cert),
+            ssl_keyfile=str(tls.key),
+        )
+        await _Server(config, app).serve(sockets=[sock])
+    finally:
+        await store.close()
+    print("kubelite stopped", file=sys.stderr, flush=True)

@@ -1,0 +1,105 @@
+"""Start a real ``kubelite serve --port 0`` in a temp dir and talk to it over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    token: str
+    kubeconfig: Path
+    data_dir: Path
+    process: subprocess.Popen[str]
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), **(env or {})}
+        result = subprocess.run(
+            [KUBECTL, *args], input=input, capture_output=True, text=True, timeout=60, env=full_env
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+            )
+        return result
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        content_type: str = "application/json",
+        token: str | None = "default",
+        raw: bytes | None = None,
+    ) -> tuple[int, dict[str, object]]:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if token is not None:
+            req.add_header("Authorization", f"Bearer {self.token if token == 'default' else token}")
+        context = ssl.create_default_context(cafile=str(self.data_dir / "ca.crt"))
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"{}")
+
+
+def start_server(data_dir: Path) -> Server:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log = (data_dir.parent / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    log.close()
+    assert process.stdout is not None
+    url = ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        if line.startswith("kubelite serving on "):
+            url = line.split()[-1]
+            break
+    if not url:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        raise AssertionError(
+            f"kubelite serve did not start:\n{(data_dir.parent / 'server.log').read_text()}"
+        )
+    token = (data_dir / "token").read_text().strip()
+    return Server(url, token, data_dir / "kubeconfig", data_dir, process)
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+    if server.process.stdout is not None:
+        server.process.stdout.close()

@@ -1,0 +1,78 @@
+"""Real kubectl (pinned by the test extra) against a real kubelite serve."""
+
+from __future__ import annotations
+
+import json
+
+from harness import Server
+
+CM_YAML = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm1
+data:
+  a: "1"
+"""
+
+
+def test_create_get_delete(server: Server) -> None:
+    out = server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
+    assert "configmap/cm1 created" in out.stdout
+    got = json.loads(server.kubectl("get", "cm", "cm1", "-o", "json").stdout)
+    assert got["data"] == {"a": "1"}
+    listed = server.kubectl("get", "configmaps", "-A", "-o", "json").stdout
+    assert [i["metadata"]["name"] for i in json.loads(listed)["items"]] == ["cm1"]
+    again = server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML, check=False)
+    assert again.returncode == 1
+    assert (
+        'Error from server (AlreadyExists): error when creating "STDIN": configmaps "cm1" '
+        "already exists" in again.stderr
+    )
+    out = server.kubectl("delete", "cm", "cm1")
+    assert 'configmap "cm1" deleted' in out.stdout
+    missing = server.kubectl("get", "cm", "cm1", check=False)
+    assert 'Error from server (NotFound): configmaps "cm1" not found' in missing.stderr
+
+
+def test_apply_twice_then_configured(server: Server) -> None:
+    first = server.kubectl("apply", "-f", "-", "--validate=false", input=CM_YAML)
+    assert "configmap/cm1 created" in first.stdout
+    second = server.kubectl("apply", "-f", "-", "--validate=false", input=CM_YAML)
+    assert "configmap/cm1 unchanged" in second.stdout
+    third = server.kubectl(
+        "apply", "-f", "-", "--validate=false", input=CM_YAML.replace('"1"', '"2"')
+    )
+    assert "configmap/cm1 configured" in third.stdout
+    got = json.loads(server.kubectl("get", "cm", "cm1", "-o", "json").stdout)
+    assert got["data"] == {"a": "2"}
+
+
+def test_replace_with_stale_resource_version_prints_the_conflict(server: Server) -> None:
+    server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
+    current = json.loads(server.kubectl("get", "cm", "cm1", "-o", "json").stdout)
+    server.kubectl("label", "cm", "cm1", "x=y")
+    current["data"] = {"a": "stale"}
+    result = server.kubectl(
+        "replace", "-f", "-", "--validate=false", input=json.dumps(current), check=False
+    )
+    assert result.returncode == 1
+    assert (
+        'Error from server (Conflict): error when replacing "STDIN": Operation cannot be '
+        'fulfilled on configmaps "cm1": the object has been modified; please apply your '
+        "changes to the latest version and try again"
+    ) in result.stderr
+
+
+def test_patch_label_and_scale(server: Server) -> None:
+    server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
+    server.kubectl("patch", "cm", "cm1", "--type", "merge", "-p", '{"data":{"b":"2"}}')
+    server.kubectl("patch", "cm", "cm1", "-p", '{"data":{"c":"3"}}')  # strategic merge
+    server.kubectl(
+        "patch", "cm", "cm1", "--type", "json", "-p", '[{"op":"remove","path":"/data/a"}]'
+    )
+    server.kubectl("label", "cm", "cm1", "team=blue")
+    got = json.loads(server.kubectl("get", "cm", "cm1", "-o", "json").stdout)
+    assert got["data"] == {"b": "2", "c": "3"}
+    assert got["metadata"]["labels"] == {"team": "blue"}
+    selected = server.kubectl("get", "cm", "-l", "team=blue", "-o", "name").stdout.split()
+    assert selected == ["configmap/cm1"]

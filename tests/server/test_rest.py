@@ -1,0 +1,146 @@
+"""The REST surface over raw HTTP: auth, discovery, the verbs' status codes and Status texts."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import urllib.request
+
+from harness import Server
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+def configmap(name: str, **data: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def test_requests_without_the_token_get_401_but_health_and_version_are_open(
+    server: Server,
+) -> None:
+    code, body = server.request("GET", CM, token=None)
+    assert code == 401
+    assert body["kind"] == "Status"
+    assert body["reason"] == "Unauthorized"
+    assert server.request("GET", CM, token="wrong")[0] == 401
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    for path in ("/healthz", "/livez", "/readyz"):
+        with urllib.request.urlopen(server.url + path, context=context) as resp:
+            assert resp.read() == b"ok"
+    code, version = server.request("GET", "/version/", token=None)
+    assert code == 200
+    assert version["minor"] == "31"
+    assert str(version["gitVersion"]).startswith("v1.31.0-kubelite.")
+
+
+def test_token_file_is_private_and_kubeconfig_is_complete(server: Server) -> None:
+    assert os.stat(server.data_dir / "token").st_mode & 0o777 == 0o600
+    config = json.loads(server.kubeconfig.read_text())
+    assert config["current-context"] == "kubelite"
+    assert config["clusters"][0]["cluster"]["server"] == server.url
+    assert config["users"][0]["user"]["token"] == server.token
+
+
+def test_discovery_lists_core_and_groups_with_subresources(server: Server) -> None:
+    code, api = server.request("GET", "/api/")
+    assert (code, api["versions"]) == (200, ["v1"])
+    _, core = server.request("GET", "/api/v1")
+    names = {r["name"]: r for r in core["resources"]}  # type: ignore[union-attr, index]
+    assert names["configmaps"]["namespaced"] is True
+    assert "cm" in names["configmaps"]["shortNames"]
+    assert names["namespaces"]["namespaced"] is False
+    _, groups = server.request("GET", "/apis")
+    group_names = {g["name"] for g in groups["groups"]}  # type: ignore[union-attr, index]
+    assert {"apps", "batch", "rbac.authorization.k8s.io", "coordination.k8s.io"} <= group_names
+    _, apps = server.request("GET", "/apis/apps/v1")
+    entries = {r["name"]: r for r in apps["resources"]}  # type: ignore[union-attr, index]
+    assert "deployments/status" in entries
+    assert entries["deployments/scale"]["kind"] == "Scale"
+    assert entries["deployments/scale"]["group"] == "autoscaling"
+
+
+def test_create_get_update_delete_with_kube_texts(server: Server) -> None:
+    code, created = server.request("POST", CM, configmap("a", k="1"))
+    assert code == 201
+    meta = created["metadata"]
+    assert isinstance(meta, dict)
+    assert meta["uid"]
+    assert meta["creationTimestamp"]
+    assert meta["resourceVersion"]
+    assert "generation" not in meta
+
+    code, body = server.request("POST", CM, configmap("a"))
+    assert (code, body["reason"]) == (409, "AlreadyExists")
+    assert body["message"] == 'configmaps "a" already exists'
+
+    stale = {**created, "data": {"k": "2"}}
+    code, updated = server.request("PUT", CM + "/a", stale)
+    assert code == 200
+    code, body = server.request("PUT", CM + "/a", {**created, "data": {"k": "3"}})
+    assert (code, body["reason"]) == (409, "Conflict")
+    assert body["message"] == (
+        'Operation cannot be fulfilled on configmaps "a": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    # No-op update: same resourceVersion back, nothing written.
+    code, again = server.request("PUT", CM + "/a", updated)
+    assert code == 200
+    assert again["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]  # type: ignore[index]
+
+    code, gone = server.request("DELETE", CM + "/a")
+    assert code == 200
+    assert gone == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": "a", "kind": "configmaps", "uid": meta["uid"]},
+    }
+    code, body = server.request("GET", CM + "/a")
+    assert (code, body["message"]) == (404, 'configmaps "a" not found')
+
+
+def test_bad_input_gets_a_status_and_changes_nothing(server: Server) -> None:
+    assert server.request("POST", CM, raw=b'{"metadata": {"name": "x"')[0] == 400
+    assert server.request("POST", CM, raw=b"[1, 2]")[0] == 400
+    code, body = server.request("POST", CM, configmap("Bad_Name"))
+    assert (code, body["reason"]) == (422, "Invalid")
+    assert str(body["message"]).startswith('ConfigMap "Bad_Name" is invalid: metadata.name: ')
+    code, body = server.request("POST", CM, raw=b'{"data": {"a": "' + b"x" * (4 << 20) + b'"}}')
+    assert code == 413
+    code, body = server.request("POST", "/api/v1/namespaces/nope/configmaps", configmap("a"))
+    assert (code, body["message"]) == (404, 'namespaces "nope" not found')
+    code, listing = server.request("GET", CM)
+    assert (code, listing["items"]) == (200, [])
+
+
+def test_list_pages_with_continue_over_one_snapshot(server: Server) -> None:
+    for i in range(5):
+        server.request("POST", CM, configmap(f"cm{i}"))
+    code, first = server.request("GET", CM + "?limit=2")
+    assert code == 200
+    token = first["metadata"]["continue"]  # type: ignore[index]
+    server.request("POST", CM, configmap("cm9"))
+    names = [i["metadata"]["name"] for i in first["items"]]  # type: ignore[union-attr, index]
+    while token:
+        _, page = server.request("GET", f"{CM}?limit=2&continue={token}")
+        names += [i["metadata"]["name"] for i in page["items"]]  # type: ignore[union-attr, index]
+        token = page["metadata"].get("continue")  # type: ignore[union-attr]
+    assert names == [f"cm{i}" for i in range(5)]
+
+
+def test_json_patch_failed_test_is_422(server: Server) -> None:
+    server.request("POST", CM, configmap("p", k="1"))
+    patch = [{"op": "test", "path": "/data/k", "value": "nope"}]
+    code, body = server.request("PATCH", CM + "/p", patch, "application/json-patch+json")
+    assert (code, body["reason"], body["details"]) == (422, "Invalid", {})
+    patch = [{"op": "replace", "path": "/data/k", "value": "2"}]
+    code, body = server.request("PATCH", CM + "/p", patch, "application/json-patch+json")
+    assert (code, body["data"]) == (200, {"k": "2"})
+    code, body = server.request(
+        "PATCH", CM + "/p", {"data": {"j": "3"}}, "application/merge-patch+json"
+    )
+    assert (code, body["data"]) == (200, {"k": "2", "j": "3"})
+    code, body = server.request("PATCH", CM + "/p", {"data": {}}, "text/plain")
+    assert code == 415
