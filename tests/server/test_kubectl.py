@@ -76,3 +76,45 @@ def test_patch_label_and_scale(server: Server) -> None:
     assert got["metadata"]["labels"] == {"team": "blue"}
     selected = server.kubectl("get", "cm", "-l", "team=blue", "-o", "name").stdout.split()
     assert selected == ["configmap/cm1"]
+
+
+DEPLOYMENT_YAML = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+"""
+
+
+def test_get_prints_the_kinds_columns(server: Server) -> None:
+    server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
+    server.kubectl("create", "-f", "-", "--validate=false", input=DEPLOYMENT_YAML)
+    cms = server.kubectl("get", "cm").stdout.splitlines()
+    assert cms[0].split() == ["NAME", "DATA", "AGE"]
+    assert cms[1].split()[:2] == ["cm1", "1"]
+    everywhere = server.kubectl("get", "cm", "-A").stdout.splitlines()
+    assert everywhere[0].split() == ["NAMESPACE", "NAME", "DATA", "AGE"]
+    assert everywhere[1].split()[:2] == ["default", "cm1"]
+    deploys = server.kubectl("get", "deploy").stdout.splitlines()
+    assert deploys[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    labels = server.kubectl("get", "deploy", "--show-labels").stdout.splitlines()
+    assert labels[0].split()[-1] == "LABELS"
+
+
+def test_scale_a_deployment(server: Server) -> None:
+    server.kubectl("create", "-f", "-", "--validate=false", input=DEPLOYMENT_YAML)
+    out = server.kubectl("scale", "deployment", "web", "--replicas=3")
+    assert "deployment.apps/web scaled" in out.stdout
+    got = json.loads(server.kubectl("get", "deploy", "web", "-o", "json").stdout)
+    assert got["spec"]["replicas"] == 3
+    assert got["metadata"]["generation"] == 2

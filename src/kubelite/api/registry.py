@@ -352,7 +352,7 @@ class Registry:
                 )
             if requested and requested != int(cur_meta["resourceVersion"]):
                 raise errors.conflict(info.plural, info.group, name)
-            return self._merge_update(info, current, body, subresource)
+            return self.updated_object(info, current, body, subresource)
 
         if dry_run:
             current = await self.get(info, namespace, name)
@@ -364,7 +364,7 @@ class Registry:
             await self._finish_deletion(info, namespace, name)
         return obj, False
 
-    def _merge_update(self, info: ResourceInfo, current: Obj, body: Obj, subresource: str) -> Obj:
+    def updated_object(self, info: ResourceInfo, current: Obj, body: Obj, subresource: str) -> Obj:
         """The stored object after a PUT of ``body``: server-owned fields kept, generation
         bumped on spec changes, and the other half kept when a status subresource exists."""
         new = copy.deepcopy(body)
@@ -423,7 +423,7 @@ class Registry:
             patched.setdefault("metadata", {})
             if not isinstance(patched["metadata"], dict):
                 raise errors.bad_request("metadata must be an object")
-            return self._merge_update(info, current, patched, subresource)
+            return self.updated_object(info, current, patched, subresource)
 
         if dry_run:
             current = await self.get(info, namespace, name)
@@ -529,8 +529,12 @@ class Registry:
                     yield out
 
 
-def apply_patch(info: ResourceInfo, current: Obj, patch_type: str, patch: Any) -> Any:
-    """``current`` patched by one of the three patch formats (never mutates ``current``)."""
+def apply_patch(
+    info: ResourceInfo, current: Obj, patch_type: str, patch: Any, *, schema: bool = True
+) -> Any:
+    """``current`` patched by one of the three patch formats (never mutates ``current``).
+    ``schema=False`` applies a strategic merge patch without the kind's field rules (views such
+    as Scale, whose schema is not the kind's)."""
     if patch_type == "application/json-patch+json":
         if not isinstance(patch, list):
             raise errors.bad_request("json patch must be a list of operations")
@@ -546,7 +550,7 @@ def apply_patch(info: ResourceInfo, current: Obj, patch_type: str, patch: Any) -
             )
     if patch_type == "application/merge-patch+json":
         return json_merge_patch(current, patch)
-    if not info.strategic_merge:
+    if schema and not info.strategic_merge:
         raise errors.unsupported_media_type(
             [
                 "application/json-patch+json",
@@ -557,7 +561,7 @@ def apply_patch(info: ResourceInfo, current: Obj, patch_type: str, patch: Any) -
     if not isinstance(patch, dict):
         raise errors.bad_request("a strategic merge patch must be a JSON object")
     try:
-        return strategic_merge(current, patch, _patch_schema(info.schema_ref))
+        return strategic_merge(current, patch, _patch_schema(info.schema_ref) if schema else None)
     except StrategicMergeError as exc:
         if exc.code == 422:
             raise APIError(422, "Invalid", str(exc), {})

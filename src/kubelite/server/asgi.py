@@ -8,6 +8,7 @@ exception becomes a 500 Status and is logged, and the server keeps serving.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -21,9 +22,12 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.registry import ListOptions, Registry
+from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from kubelite.server import discovery
 from kubelite.server.routing import ResourcePath, parse_resource_path
+from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
+from kubelite.server.table import table, wants_table
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,11 @@ class Request:
 
 
 async def send_json(
-    send: Send, status: int, body: Any, headers: tuple[tuple[bytes, bytes], ...] = ()
+    send: Send,
+    status: int,
+    body: Any,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    content_type: bytes = JSON,
 ) -> None:
     data = orjson.dumps(body)
     await send(
@@ -102,7 +110,7 @@ async def send_json(
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", JSON),
+                (b"content-type", content_type),
                 (b"content-length", str(len(data)).encode()),
                 *headers,
             ],
@@ -200,11 +208,15 @@ class KubeliteApp:
                 await self.delete_collection(request, send, info, ns)
                 return
             raise errors.method_not_allowed()
+        if target.subresource == "scale":
+            await self.scale(request, send, info, ns, name)
+            return
         if method == "GET":
             if target.legacy_watch or request.flag("watch"):
                 await self.watch(request, send, info, ns, name=name)
                 return
-            await send_json(send, 200, await self.registry.get(info, ns, name))
+            obj = await self.registry.get(info, ns, name)
+            await self.send_objects(request, send, info, [obj], obj, rv.of(obj))
             return
         if method == "PUT":
             body = await request.json_object()
@@ -271,7 +283,57 @@ class KubeliteApp:
         return matches
 
     async def list(self, request: Request, send: Send, info: ResourceInfo, ns: str | None) -> None:
-        await send_json(send, 200, await self.registry.list(info, ns, self.list_options(request)))
+        listing = await self.registry.list(info, ns, self.list_options(request))
+        meta = listing["metadata"]
+        await self.send_objects(
+            request,
+            send,
+            info,
+            listing["items"],
+            listing,
+            meta["resourceVersion"],
+            meta.get("continue", ""),
+        )
+
+    async def send_objects(
+        self,
+        request: Request,
+        send: Send,
+        info: ResourceInfo,
+        objects: builtins.list[dict[str, Any]],
+        plain: dict[str, Any],
+        resource_version: str,
+        continue_token: str = "",
+    ) -> None:
+        """``plain`` as JSON, or the objects as a Table when the client asked for one."""
+        if not wants_table(request.headers.get("accept", "")):
+            await send_json(send, 200, plain)
+            return
+        include = request.query.get("includeObject", "Metadata")
+        body = table(
+            info, objects, resource_version, include_object=include, continue_token=continue_token
+        )
+        await send_json(send, 200, body, content_type=TABLE_CONTENT_TYPE)
+
+    async def scale(
+        self, request: Request, send: Send, info: ResourceInfo, ns: str | None, name: str
+    ) -> None:
+        if request.method == "GET":
+            await send_json(send, 200, await get_scale(self.registry, info, ns, name))
+        elif request.method == "PUT":
+            body = await request.json_object()
+            await send_json(send, 200, await write_scale(self.registry, info, ns, name, body=body))
+        elif request.method == "PATCH":
+            content_type = request.headers.get("content-type", "").split(";")[0].strip()
+            if content_type not in PATCH_TYPES[:3]:
+                raise errors.unsupported_media_type(list(PATCH_TYPES))
+            patch = await request.json()
+            scale = await write_scale(
+                self.registry, info, ns, name, patch_type=content_type, patch=patch
+            )
+            await send_json(send, 200, scale)
+        else:
+            raise errors.method_not_allowed()
 
     async def delete(
         self, request: Request, send: Send, info: ResourceInfo, ns: str | None, name: str
@@ -341,6 +403,8 @@ class KubeliteApp:
         timeout_text = request.query.get("timeoutSeconds")
         timeout = float(timeout_text) if timeout_text else random.uniform(1800, 3600)
         events = self.registry.watch(info, ns, resource_version, matches)
+        as_table = wants_table(request.headers.get("accept", ""))
+        include = request.query.get("includeObject", "Metadata")
         started = False
 
         async def start() -> None:
@@ -351,7 +415,10 @@ class KubeliteApp:
                     {
                         "type": "http.response.start",
                         "status": 200,
-                        "headers": [(b"content-type", JSON), (b"transfer-encoding", b"chunked")],
+                        "headers": [
+                            (b"content-type", TABLE_CONTENT_TYPE if as_table else JSON),
+                            (b"transfer-encoding", b"chunked"),
+                        ],
                     }
                 )
 
@@ -359,7 +426,10 @@ class KubeliteApp:
             try:
                 async for event in events:
                     await start()
-                    line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
+                    obj = event.object
+                    if as_table:
+                        obj = table(info, [obj], str(event.revision), include_object=include)
+                    line = orjson.dumps({"type": event.type, "object": obj}) + b"\n"
                     await send({"type": "http.response.body", "body": line, "more_body": True})
             except APIError as exc:  # the stream has begun: errors travel as ERROR events
                 line = orjson.dumps({"type": "ERROR", "object": errors.status_body(exc)}) + b"\n"
