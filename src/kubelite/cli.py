@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 
+from kubelite.client.admin import AdminError, compact
+from kubelite.client.kubeconfig import load_connection
 from kubelite.server.serve import ServeOptions, serve
 
 
@@ -30,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         default=1000,
         help="keep at least this many revisions of history",
     )
+    c = sub.add_parser("compact", help="drop the server's history below a revision")
+    c.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG", "./kubelite-data/kubeconfig")
+    )
+    c.add_argument("--revision", type=int, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -46,5 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         uvloop.run(serve(options))
+        return 0
+    if args.command == "compact":
+        try:
+            result = compact(load_connection(args.kubeconfig), args.revision)
+        except AdminError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(result.get("message", result))
         return 0
     return 2

@@ -498,6 +498,20 @@ class Registry:
             if exc.code != 404:
                 raise
 
+    async def compact(self, revision: int) -> None:
+        """Drop history below ``revision``: watches and exact lists below it then get 410."""
+        try:
+            await self.store.compact(revision)
+        except Compacted as exc:
+            raise errors.bad_request(
+                f"revision {revision} is already compacted (compacted revision "
+                f"{exc.compacted_revision})"
+            )
+        except FutureRevision as exc:
+            raise errors.bad_request(
+                f"revision {revision} is in the future (current revision {exc.current_revision})"
+            )
+
     # -- watch ----------------------------------------------------------------------------
 
     async def watch(

@@ -167,6 +167,9 @@ class KubeliteApp:
             await send_json(send, 200, discovery.version())
             return
         self.authenticate(request)
+        if path == "/kubelite/v1/compact":
+            await self.compact(request, send)
+            return
         document = discovery.document(self.catalogue, path)
         if document is not None:
             await send_json(send, 200, document)
@@ -178,6 +181,30 @@ class KubeliteApp:
         if info is None or (target.subresource and target.subresource not in info.subresources):
             raise errors.path_not_found()
         await self.dispatch(request, send, info, target)
+
+    async def compact(self, request: Request, send: Send) -> None:
+        """``POST /kubelite/v1/compact?revision=N``: drop history below N (an admin action)."""
+        if request.method != "POST":
+            raise errors.method_not_allowed()
+        text = request.query.get("revision", "")
+        try:
+            revision = rv.parse(text)
+        except rv.BadResourceVersion:
+            revision = 0
+        if not revision:
+            raise errors.bad_request(f"revision must be a positive integer, not {text!r}")
+        await self.registry.compact(revision)
+        await send_json(
+            send,
+            200,
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "message": f"history compacted up to revision {revision}",
+            },
+        )
 
     def authenticate(self, request: Request) -> None:
         if self.token is None:
