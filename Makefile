@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/kubelite serve
+	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
