@@ -118,3 +118,27 @@ def test_scale_a_deployment(server: Server) -> None:
     got = json.loads(server.kubectl("get", "deploy", "web", "-o", "json").stdout)
     assert got["spec"]["replicas"] == 3
     assert got["metadata"]["generation"] == 2
+
+
+def test_namespace_lifecycle(server: Server) -> None:
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n"
+    server.kubectl("create", "-f", "-", "--validate=false", input=namespace)
+    server.kubectl("create", "-n", "team-a", "-f", "-", "--validate=false", input=CM_YAML)
+    protected = server.kubectl("delete", "namespace", "default", check=False)
+    assert (
+        'Error from server (Forbidden): namespaces "default" is forbidden: this namespace may '
+        "not be deleted"
+    ) in protected.stderr
+    out = server.kubectl("delete", "namespace", "team-a", "--timeout=30s")
+    assert 'namespace "team-a" deleted' in out.stdout
+    gone = server.kubectl("get", "namespace", "team-a", check=False)
+    assert 'namespaces "team-a" not found' in gone.stderr
+    assert server.kubectl("get", "cm", "-n", "team-a", "-o", "name").stdout.strip() == ""
+
+
+def test_imperative_create_sends_protobuf_which_is_refused_clearly(server: Server) -> None:
+    """kubectl 1.37 sends protobuf for `create configmap|namespace|...`; kubelite speaks JSON
+    only for now, so the answer is a 415 Status naming the accepted types."""
+    result = server.kubectl("create", "configmap", "x", "--from-literal=a=1", check=False)
+    assert result.returncode == 1
+    assert "the body of the request was in an unknown format" in result.stderr

@@ -29,7 +29,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from kubelite.api import errors
+from kubelite.api import errors, namespaces
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause
@@ -242,6 +242,8 @@ class Registry:
         if "status" in info.subresources:
             obj.pop("status", None)
         obj["apiVersion"], obj["kind"] = info.group_version, info.kind
+        if _is_namespace(info):
+            namespaces.prepare_create(obj)
         return obj
 
     async def _check_namespace(self, namespace: str, info: ResourceInfo, obj: Obj) -> None:
@@ -358,9 +360,7 @@ class Registry:
             current = await self.get(info, namespace, name)
             return rv.stamp(await apply(current) or current, int(rv.of(current))), False
         obj, _ = await self.guaranteed_update(info, namespace, name, apply)
-        if obj.get("metadata", {}).get("deletionTimestamp") and not obj["metadata"].get(
-            "finalizers"
-        ):
+        if _purgeable(info, obj):
             await self._finish_deletion(info, namespace, name)
         return obj, False
 
@@ -397,6 +397,8 @@ class Registry:
             meta["generation"] = generation
         else:
             meta.pop("generation", None)
+        if _is_namespace(info) and not subresource:
+            namespaces.prepare_update(current, new)
         return new
 
     async def patch(
@@ -430,8 +432,7 @@ class Registry:
             result = await apply(copy.deepcopy(current))
             return rv.stamp(result or current, int(rv.of(current)))
         obj, _ = await self.guaranteed_update(info, namespace, name, apply)
-        meta = obj.get("metadata", {})
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if _purgeable(info, obj):
             await self._finish_deletion(info, namespace, name)
         return obj
 
@@ -487,10 +488,7 @@ class Registry:
 
     async def _finish_deletion(self, info: ResourceInfo, namespace: str | None, name: str) -> None:
         async def drop(current: Obj) -> Obj | None:
-            meta = current["metadata"]
-            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-                return None
-            return current
+            return None if _purgeable(info, current) else current
 
         try:
             await self.guaranteed_update(info, namespace, name, drop)
@@ -682,6 +680,19 @@ def _validate_name(info: ResourceInfo, name: str) -> None:
                 for p in problems
             ],
         )
+
+
+def _is_namespace(info: ResourceInfo) -> bool:
+    return info.group == "" and info.plural == "namespaces"
+
+
+def _purgeable(info: ResourceInfo, obj: Obj) -> bool:
+    """A deleting object that nothing holds any more: no finalizers (and, for a Namespace, no
+    ``spec.finalizers``, which its controller clears once the namespace is empty)."""
+    meta = obj.get("metadata") or {}
+    if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+        return False
+    return not (_is_namespace(info) and namespaces.deletion_held(obj))
 
 
 def _spec_changed(old: Obj, new: Obj) -> bool:

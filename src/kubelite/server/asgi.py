@@ -21,6 +21,7 @@ from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
+from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import ListOptions, Registry
 from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
@@ -76,6 +77,9 @@ class Request:
                 return b"".join(chunks)
 
     async def json(self) -> Any:
+        content_type = self.headers.get("content-type", "").split(";")[0].strip()
+        if content_type == "application/vnd.kubernetes.protobuf":
+            raise errors.unsupported_media_type(["application/json", *PATCH_TYPES])
         raw = await self.body()
         try:
             return orjson.loads(raw)
@@ -125,8 +129,15 @@ async def send_error(send: Send, error: APIError) -> None:
 
 
 class KubeliteApp:
-    def __init__(self, registry: Registry, catalogue: Catalogue, token: str | None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        token: str | None,
+        namespaces: NamespaceLifecycle | None = None,
+    ) -> None:
         self.registry = registry
+        self.namespaces = namespaces or NamespaceLifecycle(registry, catalogue)
         self.catalogue = catalogue
         self.token = token
         self.shutting_down = asyncio.Event()
@@ -238,6 +249,23 @@ class KubeliteApp:
         if target.subresource == "scale":
             await self.scale(request, send, info, ns, name)
             return
+        if info.group == "" and info.plural == "namespaces":
+            if method == "DELETE":
+                options = await _delete_options(request)
+                pre = options.get("preconditions") or {}
+                obj = await self.namespaces.delete(
+                    name,
+                    precondition_uid=pre.get("uid") or "",
+                    precondition_rv=pre.get("resourceVersion") or "",
+                    dry_run=_dry_run(request),
+                )
+                await send_json(send, 200, obj)
+                return
+            if method == "PUT" and target.subresource == "finalize":
+                body = await request.json_object()
+                obj = await self.namespaces.finalize(name, body, dry_run=_dry_run(request))
+                await send_json(send, 200, obj)
+                return
         if method == "GET":
             if target.legacy_watch or request.flag("watch"):
                 await self.watch(request, send, info, ns, name=name)
@@ -422,6 +450,28 @@ class KubeliteApp:
         matches = self.matcher(request)
         if name is not None:
             matches = _named(name, matches)
+        if "sendInitialEvents" in request.query:
+            # Until the watch cache serves watch-list streams, answer as a server with the
+            # WatchList gate off: client-go then falls back to list + watch.
+            raise APIError(
+                422,
+                "Invalid",
+                'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is "
+                "enabled",
+                {
+                    "group": "meta.k8s.io",
+                    "kind": "ListOptions",
+                    "causes": [
+                        {
+                            "reason": "FieldValueForbidden",
+                            "message": "Forbidden: sendInitialEvents is forbidden for watch "
+                            "unless the WatchList feature gate is enabled",
+                            "field": "sendInitialEvents",
+                        }
+                    ],
+                },
+            )
         resource_version = request.query.get("resourceVersion")
         try:
             rv.parse(resource_version)

@@ -40,6 +40,7 @@ __all__ = [
     "SchemaSource",
     "clear_cache",
     "convert_schema",
+    "document_hash",
     "group_version_path",
     "openapi_document",
 ]
@@ -91,7 +92,7 @@ _PARAMETERS: list[dict[str, Any]] = [
     {
         "name": "force",
         "in": "query",
-        "description": "Force is going to \"force\" Apply requests. It means user will "
+        "description": 'Force is going to "force" Apply requests. It means user will '
         "re-acquire conflicting fields owned by other people.",
         "schema": {"type": "boolean", "uniqueItems": True},
     },
@@ -190,9 +191,11 @@ def _item_path(info: ResourceInfo) -> str:
 
 
 def _operation_id(info: ResourceInfo) -> str:
-    group = "".join(p.capitalize() for p in info.group.replace("-", ".").split(".")[:1])
+    """``patchCoreV1NamespacedConfigMap``, ``patchRbacAuthorizationV1ClusterRole``."""
+    group = info.group.removesuffix(".k8s.io").replace("-", ".")
+    words = "".join(w[:1].upper() + w[1:] for w in group.split(".") if w) or "Core"
     scope = "Namespaced" if info.namespaced else ""
-    return f"patch{group or 'Core'}{info.version.capitalize()}{scope}{info.kind}"
+    return f"patch{words}{info.version.capitalize()}{scope}{info.kind}"
 
 
 def _gvk(info: ResourceInfo) -> dict[str, str]:
@@ -250,13 +253,11 @@ def _build(infos: tuple[ResourceInfo, ...], source: SchemaSource | None) -> dict
     schemas = {name: convert_schema(definitions[name]) for name in _reachable(roots, definitions)}
     for name, schema in custom.items():
         schemas[name] = convert_schema(schema)
-    group_version = infos[0].group_version if infos else ""
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.31.0"},
         "paths": paths,
         "components": {"schemas": schemas},
-        **({"x-kubelite-group-version": group_version} if False else {}),
     }
 
 
@@ -335,9 +336,15 @@ def openapi_document(
     return document
 
 
-def document_hash(catalogue: Catalogue, group: str, version: str) -> str | None:
-    """The hash ``/openapi/v3`` lists for a group-version (for an ETag), or None if unserved."""
+def document_hash(
+    catalogue: Catalogue,
+    group: str,
+    version: str,
+    *,
+    schema_source: SchemaSource | None = None,
+) -> str | None:
+    """The hash ``/openapi/v3`` lists for a group-version (an ETag), or None if unserved."""
     infos = _group_versions(catalogue).get((group, version))
     if not infos:
         return None
-    return _document(infos, None)[1]
+    return _document(infos, schema_source)[1]

@@ -22,6 +22,7 @@ import uvicorn
 
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
+from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import Registry
 from kubelite.server.asgi import KubeliteApp
 from kubelite.server.tls import ServingFiles, ensure_serving_files
@@ -130,7 +131,9 @@ async def serve(options: ServeOptions) -> None:
         catalogue = load_builtin_catalogue()
         registry = Registry(store)
         await ensure_namespaces(registry, catalogue)
-        app = KubeliteApp(registry, catalogue, token)
+        lifecycle = NamespaceLifecycle(registry, catalogue)
+        lifecycle.start()
+        app = KubeliteApp(registry, catalogue, token, lifecycle)
         sock = socket.socket(socket.AF_INET6 if ":" in options.bind_address else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((options.bind_address, options.port))
@@ -151,7 +154,10 @@ async def serve(options: ServeOptions) -> None:
             ssl_certfile=str(tls.cert),
             ssl_keyfile=str(tls.key),
         )
-        await _Server(config, app).serve(sockets=[sock])
+        try:
+            await _Server(config, app).serve(sockets=[sock])
+        finally:
+            await lifecycle.close()
     finally:
         await store.close()
     print("kubelite stopped", file=sys.stderr, flush=True)

@@ -1,0 +1,293 @@
+"""Namespace lifecycle: DELETE marks Terminating, the controller empties and purges, finalize."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
+from kubelite.api.errors import APIError
+from kubelite.api.namespaces import NamespaceLifecycle, prepare_create, prepare_update
+from kubelite.api.registry import ListOptions, Registry
+from kubelite.storage import Store, StoreOptions, open_store
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def catalogue(tmp_path_factory: pytest.TempPathFactory) -> Catalogue:
+    return load_builtin_catalogue(tmp_path_factory.mktemp("cache"))
+
+
+def kind(catalogue: Catalogue, group: str, plural: str) -> ResourceInfo:
+    info = catalogue.lookup(group, "v1", plural)
+    assert info is not None
+    return info
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[Store]:
+    s = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+async def lifecycle(store: Store, catalogue: Catalogue) -> AsyncIterator[NamespaceLifecycle]:
+    lc = NamespaceLifecycle(
+        Registry(store), catalogue, retry_min_seconds=0.01, retry_max_seconds=0.05
+    )
+    try:
+        yield lc
+    finally:
+        await lc.close()
+
+
+async def make_ns(lc: NamespaceLifecycle, name: str) -> Obj:
+    # What Registry.create stores once wired (status is dropped by create for kinds with a
+    # status subresource, so only spec.finalizers survives without the wiring).
+    body = prepare_create({"metadata": {"name": name}})
+    return await lc.registry.create(lc.info, None, body)
+
+
+async def make(
+    lc: NamespaceLifecycle, group: str, plural: str, ns: str, name: str, **extra: Any
+) -> Obj:
+    info = kind(lc.catalogue, group, plural)
+    meta: Obj = {"name": name, **extra}
+    body: Obj = {"metadata": meta}
+    if plural == "deployments":
+        body["spec"] = {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+        }
+    return await lc.registry.create(info, ns, body)
+
+
+async def names(lc: NamespaceLifecycle, group: str, plural: str, ns: str | None) -> list[str]:
+    listing = await lc.registry.list(kind(lc.catalogue, group, plural), ns, ListOptions())
+    return [i["metadata"]["name"] for i in listing["items"]]
+
+
+async def ns_exists(lc: NamespaceLifecycle, name: str) -> bool:
+    return name in await names(lc, "", "namespaces", None)
+
+
+def test_prepare_create_and_update() -> None:
+    assert prepare_create({"metadata": {"name": "a"}, "status": {"phase": "Terminating"}}) == {
+        "metadata": {"name": "a"},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+    obj = prepare_create({"spec": {"finalizers": ["example.com/x"]}})
+    assert obj["spec"]["finalizers"] == ["example.com/x", "kubernetes"]
+    current = {"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Terminating"}}
+    new = prepare_update(current, {"metadata": {"labels": {"a": "b"}}, "spec": {}, "status": {}})
+    assert new["spec"] == {"finalizers": ["kubernetes"]}
+    assert new["status"] == {"phase": "Terminating"}
+
+
+async def test_delete_marks_terminating_then_409(lifecycle: NamespaceLifecycle) -> None:
+    created = await make_ns(lifecycle, "team")
+    obj = await lifecycle.delete("team")
+    assert obj["metadata"]["deletionTimestamp"]
+    assert obj["status"]["phase"] == "Terminating"
+    assert obj["spec"]["finalizers"] == ["kubernetes"]
+    assert int(obj["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    stored = await lifecycle.registry.get(lifecycle.info, None, "team")
+    assert stored == obj
+    with pytest.raises(APIError) as exc:
+        await lifecycle.delete("team")
+    assert exc.value.code == 409
+    assert exc.value.reason == "Conflict"
+    assert exc.value.message == (
+        'Operation cannot be fulfilled on namespaces "team": The system is ensuring all content '
+        "is removed from this namespace.  Upon completion, this namespace will automatically be "
+        "purged by the system."
+    )
+    assert exc.value.details == {"name": "team", "kind": "namespaces"}
+
+
+async def test_delete_missing_and_preconditions(lifecycle: NamespaceLifecycle) -> None:
+    with pytest.raises(APIError) as exc:
+        await lifecycle.delete("nope")
+    assert (exc.value.code, exc.value.message) == (404, 'namespaces "nope" not found')
+    await make_ns(lifecycle, "p")
+    with pytest.raises(APIError) as exc:
+        await lifecycle.delete("p", precondition_uid="other")
+    assert exc.value.code == 409
+    assert "Precondition failed: UID in precondition: other" in exc.value.message
+    dry = await lifecycle.delete("p", dry_run=True)
+    assert dry["status"]["phase"] == "Terminating"
+    stored = await lifecycle.registry.get(lifecycle.info, None, "p")
+    assert "deletionTimestamp" not in stored["metadata"]
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
+async def test_protected_namespaces(lifecycle: NamespaceLifecycle, name: str) -> None:
+    await make_ns(lifecycle, name)
+    with pytest.raises(APIError) as exc:
+        await lifecycle.delete(name)
+    assert exc.value.code == 403
+    assert exc.value.reason == "Forbidden"
+    assert (
+        exc.value.message == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+    )
+    assert exc.value.details == {"name": name, "kind": "namespaces"}
+    assert await ns_exists(lifecycle, name)
+
+
+async def test_create_in_terminating_and_missing(lifecycle: NamespaceLifecycle) -> None:
+    await make_ns(lifecycle, "t")
+    await make(lifecycle, "", "configmaps", "t", "keep", finalizers=["example.com/hold"])
+    await lifecycle.delete("t")
+    with pytest.raises(APIError) as exc:
+        await make(lifecycle, "", "configmaps", "t", "cm")
+    assert exc.value.code == 403
+    assert exc.value.message == (
+        'configmaps "cm" is forbidden: unable to create new content in namespace t because it '
+        "is being terminated"
+    )
+    assert exc.value.details == {
+        "name": "cm",
+        "kind": "configmaps",
+        "causes": [
+            {
+                "reason": "NamespaceTerminating",
+                "message": "namespace t is being terminated",
+                "field": "metadata.namespace",
+            }
+        ],
+    }
+    with pytest.raises(APIError) as exc:
+        await make(lifecycle, "apps", "deployments", "t", "d")
+    assert exc.value.message.startswith('deployments.apps "d" is forbidden: unable to create')
+    with pytest.raises(APIError) as exc:
+        await make(lifecycle, "", "configmaps", "missing", "cm")
+    assert (exc.value.code, exc.value.message) == (404, 'namespaces "missing" not found')
+    assert exc.value.details == {"name": "missing", "kind": "namespaces"}
+
+
+async def test_controller_empties_and_purges(lifecycle: NamespaceLifecycle) -> None:
+    for ns in ("ns", "ns2", "other"):
+        await make_ns(lifecycle, ns)
+        for i in range(3):
+            await make(lifecycle, "", "configmaps", ns, f"cm{i}")
+        await make(lifecycle, "apps", "deployments", ns, "web")
+        await make(lifecycle, "", "secrets", ns, "s")
+    lifecycle.page_size = 2  # several pages per kind
+    lifecycle.start()
+    await lifecycle.delete("ns")
+    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    assert not await ns_exists(lifecycle, "ns")
+    for ns in ("ns", "ns2", "other"):
+        expect_cms = [] if ns == "ns" else ["cm0", "cm1", "cm2"]
+        assert await names(lifecycle, "", "configmaps", ns) == expect_cms
+        assert await names(lifecycle, "apps", "deployments", ns) == ([] if ns == "ns" else ["web"])
+        assert await names(lifecycle, "", "secrets", ns) == ([] if ns == "ns" else ["s"])
+    assert await ns_exists(lifecycle, "ns2")
+    # the name is free again, and a new namespace of that name starts empty and Active
+    again = await make_ns(lifecycle, "ns")
+    assert again["spec"]["finalizers"] == ["kubernetes"]
+    assert await names(lifecycle, "", "configmaps", "ns") == []
+
+
+async def test_finalizer_holds_namespace(lifecycle: NamespaceLifecycle) -> None:
+    await make_ns(lifecycle, "held")
+    await make(lifecycle, "", "configmaps", "held", "a")
+    await make(lifecycle, "", "configmaps", "held", "pinned", finalizers=["example.com/hold"])
+    lifecycle.start()
+    await lifecycle.delete("held")
+    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    assert await names(lifecycle, "", "configmaps", "held") == ["pinned"]
+    cm_info = kind(lifecycle.catalogue, "", "configmaps")
+    pinned = await lifecycle.registry.get(cm_info, "held", "pinned")
+    assert pinned["metadata"]["deletionTimestamp"]
+    ns = await lifecycle.registry.get(lifecycle.info, None, "held")
+    assert ns["spec"]["finalizers"] == ["kubernetes"]
+    assert ns["status"]["phase"] == "Terminating"
+    await asyncio.sleep(0.1)  # several back-off retries; still held
+    assert await ns_exists(lifecycle, "held")
+    await lifecycle.registry.patch(
+        cm_info,
+        "held",
+        "pinned",
+        "application/merge-patch+json",
+        {"metadata": {"finalizers": None}},
+    )
+    for _ in range(200):  # picked up by the back-off retry, no wake-up needed
+        if not await ns_exists(lifecycle, "held"):
+            break
+        await asyncio.sleep(0.01)
+    assert not await ns_exists(lifecycle, "held")
+    assert await names(lifecycle, "", "configmaps", "held") == []
+
+
+async def test_controller_resumes_after_restart(tmp_path: Path, catalogue: Catalogue) -> None:
+    url = f"sqlite://{tmp_path}/state.db"
+    options = StoreOptions(compaction_interval_seconds=0)
+    store = await open_store(url, options)
+    lc = NamespaceLifecycle(Registry(store), catalogue)
+    await make_ns(lc, "gone")
+    await make_ns(lc, "stay")
+    for i in range(5):
+        await make(lc, "", "configmaps", "gone", f"cm{i}")
+    await make(lc, "", "configmaps", "stay", "cm0")
+    await lc.delete("gone")  # the controller is not running: a crash right after the mark
+    await store.close()
+
+    store = await open_store(url, options)
+    lc = NamespaceLifecycle(Registry(store), catalogue)
+    try:
+        assert await names(lc, "", "configmaps", "gone") == [f"cm{i}" for i in range(5)]
+        lc.start()
+        await asyncio.wait_for(lc.wait_idle(), 10)
+        assert not await ns_exists(lc, "gone")
+        assert await names(lc, "", "configmaps", "gone") == []
+        assert await names(lc, "", "configmaps", "stay") == ["cm0"]
+    finally:
+        await lc.close()
+        await store.close()
+
+
+async def test_finalize(lifecycle: NamespaceLifecycle) -> None:
+    await make_ns(lifecycle, "f")
+    await make(lifecycle, "", "configmaps", "f", "cm")
+    obj = await lifecycle.finalize("f", {"spec": {"finalizers": ["example.com/x"]}})
+    assert obj["spec"]["finalizers"] == ["example.com/x"]
+    with pytest.raises(APIError) as exc:
+        await lifecycle.finalize("f", {"spec": {"finalizers": ["bad"]}})
+    assert exc.value.code == 422
+    assert exc.value.message == (
+        'Namespace "f" is invalid: spec.finalizers[0]: Invalid value: "bad": name is neither a '
+        "standard finalizer name nor is it fully qualified"
+    )
+    with pytest.raises(APIError) as exc:
+        await lifecycle.finalize("f", {"metadata": {"resourceVersion": "1"}, "spec": {}})
+    assert exc.value.code == 409
+    await lifecycle.delete("f")
+    # "kubernetes" is gone, so the controller leaves this namespace alone (its content too)
+    lifecycle.start()
+    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    assert await ns_exists(lifecycle, "f")
+    assert await names(lifecycle, "", "configmaps", "f") == ["cm"]
+    # clearing the last finalizer of a terminating namespace purges it in the same write
+    obj = await lifecycle.finalize("f", {"spec": {"finalizers": []}})
+    assert "finalizers" not in obj["spec"]
+    assert not await ns_exists(lifecycle, "f")
+
+
+async def test_close_is_prompt_and_idempotent(lifecycle: NamespaceLifecycle) -> None:
+    lifecycle.start()
+    lifecycle.start()
+    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    await asyncio.wait_for(lifecycle.close(), 1)
+    await lifecycle.close()
+    with pytest.raises(RuntimeError):
+        await lifecycle.wait_idle()
