@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 
-from harness import Server
+from harness import KUBECTL, Server
 
 CM_YAML = """apiVersion: v1
 kind: ConfigMap
@@ -142,3 +145,33 @@ def test_imperative_create_sends_protobuf_which_is_refused_clearly(server: Serve
     result = server.kubectl("create", "configmap", "x", "--from-literal=a=1", check=False)
     assert result.returncode == 1
     assert "the body of the request was in an unknown format" in result.stderr
+
+
+def test_default_validation_rejects_unknown_fields(server: Server) -> None:
+    """kubectl's default validation: it finds fieldValidation in /openapi/v3 and sends Strict."""
+    bad = CM_YAML + "foo: bar\n"
+    result = server.kubectl("create", "-f", "-", input=bad, check=False)
+    assert result.returncode == 1
+    assert (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "foo"'
+    ) in result.stderr
+    assert "configmap/cm1 created" in server.kubectl("create", "-f", "-", input=CM_YAML).stdout
+    explained = server.kubectl("explain", "configmap.data").stdout
+    assert "FIELD: data" in explained
+
+
+def test_get_watch_and_wait_for_delete(server: Server) -> None:
+    server.kubectl("create", "-f", "-", input=CM_YAML)
+    waiter = subprocess.Popen(
+        [KUBECTL, "wait", "--for=delete", "cm/cm1", "--timeout=30s"],
+        env={**os.environ, "KUBECONFIG": str(server.kubeconfig)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1)
+    server.kubectl("delete", "cm", "cm1", "--wait=false")
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0, err
+    assert "configmap/cm1 condition met" in out

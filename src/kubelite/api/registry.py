@@ -411,6 +411,7 @@ class Registry:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        check: Callable[[Obj], None] | None = None,
     ) -> Obj:
         """PATCH: the patch is re-applied to the current object on every internal retry, so a
         patch without a resourceVersion never conflicts; one that sets it is checked as a PUT."""
@@ -419,6 +420,8 @@ class Registry:
             patched = apply_patch(info, current, patch_type, patch)
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patched object is not a JSON object")
+            if check is not None:
+                check(patched)
             requested = rv.of(patched)
             if requested and requested != current["metadata"]["resourceVersion"]:
                 raise errors.conflict(info.plural, info.group, name)

@@ -408,6 +408,11 @@ class WatchCache:
                     yield self.bookmark(position, initial_events_end=True)
             elif requested:
                 position = requested
+                # History the store has compacted is gone for every watcher, even where this
+                # cache's window still holds it: an administrator's compaction must be obeyed.
+                compacted = await self.store.compacted_revision()
+                if position < compacted:
+                    raise too_old(position, compacted)
             else:  # sendInitialEvents=false, no RV: from now on
                 position = await self.store.current_revision()
             if position < self.floor:

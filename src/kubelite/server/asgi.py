@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import errors
+from kubelite.api import errors, validation
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
@@ -25,7 +25,13 @@ from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import ListOptions, Registry
 from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from kubelite.api.watchcache import (
+    WatchCacheSet,
+    parse_send_initial_events,
+    validate_watch_options,
+)
 from kubelite.server import discovery
+from kubelite.server.openapi import openapi_document
 from kubelite.server.routing import ResourcePath, parse_resource_path
 from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
 from kubelite.server.table import table, wants_table
@@ -60,6 +66,7 @@ class Request:
         }
         self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         self._receive = receive
+        self.raw = b""
 
     async def body(self) -> bytes:
         chunks: list[bytes] = []
@@ -74,7 +81,8 @@ class Request:
                 raise errors.too_large()
             chunks.append(chunk)
             if not message.get("more_body"):
-                return b"".join(chunks)
+                self.raw = b"".join(chunks)
+                return self.raw
 
     async def json(self) -> Any:
         content_type = self.headers.get("content-type", "").split(";")[0].strip()
@@ -135,8 +143,10 @@ class KubeliteApp:
         catalogue: Catalogue,
         token: str | None,
         namespaces: NamespaceLifecycle | None = None,
+        caches: WatchCacheSet | None = None,
     ) -> None:
         self.registry = registry
+        self.caches = caches or WatchCacheSet(registry.store)
         self.namespaces = namespaces or NamespaceLifecycle(registry, catalogue)
         self.catalogue = catalogue
         self.token = token
@@ -181,7 +191,9 @@ class KubeliteApp:
         if path == "/kubelite/v1/compact":
             await self.compact(request, send)
             return
-        document = discovery.document(self.catalogue, path)
+        document = discovery.document(self.catalogue, path) or openapi_document(
+            self.catalogue, path, request.query
+        )
         if document is not None:
             await send_json(send, 200, document)
             return
@@ -238,9 +250,11 @@ class KubeliteApp:
                     await self.list(request, send, info, ns)
                 return
             if method == "POST":
+                mode = validation.directive(request.query, "create")
                 body = await request.json_object()
+                warnings = _check_fields(info, mode, request.raw, body)
                 obj = await self.registry.create(info, ns, body, dry_run=_dry_run(request))
-                await send_json(send, 201, obj)
+                await send_json(send, 201, obj, warnings)
                 return
             if method == "DELETE":
                 await self.delete_collection(request, send, info, ns)
@@ -274,17 +288,28 @@ class KubeliteApp:
             await self.send_objects(request, send, info, [obj], obj, rv.of(obj))
             return
         if method == "PUT":
+            mode = validation.directive(request.query, "update")
             body = await request.json_object()
+            warnings = _check_fields(info, mode, request.raw, body)
             obj, created = await self.registry.update(
                 info, ns, name, body, subresource=target.subresource, dry_run=_dry_run(request)
             )
-            await send_json(send, 201 if created else 200, obj)
+            await send_json(send, 201 if created else 200, obj, warnings)
             return
         if method == "PATCH":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
             if content_type not in PATCH_TYPES[:3]:
                 raise errors.unsupported_media_type(list(PATCH_TYPES))
+            mode = validation.directive(request.query, "patch")
             patch = await request.json()
+            found: list[str] = []
+
+            def check(patched: dict[str, Any]) -> None:
+                errs = [] if mode == "Ignore" else validation.strict_errors(info, patched)
+                if errs and mode == "Strict":
+                    raise validation.patch_validation_error(patched, errs)
+                found[:] = errs
+
             obj = await self.registry.patch(
                 info,
                 ns,
@@ -293,8 +318,10 @@ class KubeliteApp:
                 patch,
                 subresource=target.subresource,
                 dry_run=_dry_run(request),
+                check=check if info.schema_ref else None,
             )
-            await send_json(send, 200, obj)
+            headers = tuple(validation.warning_headers(validation.warnings_for(found)))
+            await send_json(send, 200, obj, headers)
             return
         if method == "DELETE":
             await self.delete(request, send, info, ns, name)
@@ -450,28 +477,12 @@ class KubeliteApp:
         matches = self.matcher(request)
         if name is not None:
             matches = _named(name, matches)
-        if "sendInitialEvents" in request.query:
-            # Until the watch cache serves watch-list streams, answer as a server with the
-            # WatchList gate off: client-go then falls back to list + watch.
-            raise APIError(
-                422,
-                "Invalid",
-                'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: '
-                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is "
-                "enabled",
-                {
-                    "group": "meta.k8s.io",
-                    "kind": "ListOptions",
-                    "causes": [
-                        {
-                            "reason": "FieldValueForbidden",
-                            "message": "Forbidden: sendInitialEvents is forbidden for watch "
-                            "unless the WatchList feature gate is enabled",
-                            "field": "sendInitialEvents",
-                        }
-                    ],
-                },
-            )
+        send_initial = parse_send_initial_events(request.query.get("sendInitialEvents"))
+        validate_watch_options(
+            send_initial,
+            request.query.get("resourceVersionMatch", ""),
+            continue_token=request.query.get("continue", ""),
+        )
         resource_version = request.query.get("resourceVersion")
         try:
             rv.parse(resource_version)
@@ -479,7 +490,13 @@ class KubeliteApp:
             raise errors.bad_request(f"invalid resource version: {resource_version}")
         timeout_text = request.query.get("timeoutSeconds")
         timeout = float(timeout_text) if timeout_text else random.uniform(1800, 3600)
-        events = self.registry.watch(info, ns, resource_version, matches)
+        events = self.caches.get(info).watch(
+            ns,
+            rv.parse(resource_version),
+            matches,
+            send_initial_events=send_initial,
+            allow_bookmarks=request.flag("allowWatchBookmarks"),
+        )
         as_table = wants_table(request.headers.get("accept", ""))
         include = request.query.get("includeObject", "Metadata")
         started = False
@@ -531,6 +548,18 @@ class KubeliteApp:
             await asyncio.gather(pumping, disconnected, stopping, return_exceptions=True)
             await events.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _check_fields(
+    info: ResourceInfo, mode: str, raw: bytes, body: dict[str, Any]
+) -> tuple[tuple[bytes, bytes], ...]:
+    """Strict decoding of a create/update body: 400 under Strict, warnings under Warn."""
+    if mode == "Ignore" or not info.schema_ref:
+        return ()
+    errs = validation.strict_errors(info, raw)
+    if errs and mode == "Strict":
+        raise validation.field_validation_error(info, errs, body)
+    return tuple(validation.warning_headers(validation.warnings_for(errs)))
 
 
 def _named(

@@ -24,6 +24,7 @@ from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import Registry
+from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.asgi import KubeliteApp
 from kubelite.server.tls import ServingFiles, ensure_serving_files
 from kubelite.storage import StoreOptions, open_store
@@ -133,7 +134,8 @@ async def serve(options: ServeOptions) -> None:
         await ensure_namespaces(registry, catalogue)
         lifecycle = NamespaceLifecycle(registry, catalogue)
         lifecycle.start()
-        app = KubeliteApp(registry, catalogue, token, lifecycle)
+        caches = WatchCacheSet(store)
+        app = KubeliteApp(registry, catalogue, token, lifecycle, caches)
         sock = socket.socket(socket.AF_INET6 if ":" in options.bind_address else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((options.bind_address, options.port))
@@ -158,6 +160,7 @@ async def serve(options: ServeOptions) -> None:
             await _Server(config, app).serve(sockets=[sock])
         finally:
             await lifecycle.close()
+            await caches.close()
     finally:
         await store.close()
     print("kubelite stopped", file=sys.stderr, flush=True)
