@@ -172,6 +172,17 @@ def timeout(
     return APIError(504, "Timeout", f"Timeout: {message}", details, retry_after=retry_after)
 
 
+def success_body(message: str = "", details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``Status`` of success (a delete's answer, an admin action's); kube sends no ``code``."""
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
+    body["status"] = "Success"
+    if message:
+        body["message"] = message
+    if details is not None:
+        body["details"] = details
+    return body
+
+
 def status_body(error: APIError) -> dict[str, Any]:
     """The ``Status`` body for an error, keys in kube-apiserver's order, empty ones left out."""
     body: dict[str, Any] = {

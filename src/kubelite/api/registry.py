@@ -20,7 +20,7 @@ import base64
 import copy
 import functools
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,7 +39,6 @@ from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_
 from kubelite.storage import (
     Compacted,
     Conflict,
-    EventType,
     FutureRevision,
     KeyExists,
     KeyValue,
@@ -513,36 +512,6 @@ class Registry:
                 f"revision {revision} is in the future (current revision {exc.current_revision})"
             )
 
-    # -- watch ----------------------------------------------------------------------------
-
-    async def watch(
-        self,
-        info: ResourceInfo,
-        namespace: str | None,
-        resource_version: str | None,
-        matches: Callable[[Obj], bool] | None = None,
-    ) -> AsyncGenerator[WatchEvent, None]:
-        """ADDED for every current object when ``resource_version`` is unset or "0", then every
-        change after it. Raises APIError 410 when the revision has been compacted."""
-        prefix = storage_prefix(info, namespace)
-        start = _parse_rv(resource_version)
-        if not start:
-            listing = await self.store.list(prefix)
-            start = listing.revision
-            for kv in listing.items:
-                obj = decode(kv)
-                if matches is None or matches(obj):
-                    yield WatchEvent("ADDED", obj, kv.mod_revision)
-        try:
-            watch = self.store.watch(prefix, start + 1)
-            await watch.start()
-        except Compacted as exc:
-            raise errors.expired(f"too old resource version: {start} ({exc.compacted_revision})")
-        async with watch:
-            async for event in watch:
-                for out in _translate(event, matches):
-                    yield out
-
 
 def apply_patch(
     info: ResourceInfo, current: Obj, patch_type: str, patch: Any, *, schema: bool = True
@@ -586,30 +555,6 @@ def apply_patch(
 @functools.cache
 def _patch_schema(name: str) -> Schema:
     return Schema.from_definitions(load_schema_definitions(), name)
-
-
-def _translate(event: Any, matches: Callable[[Obj], bool] | None) -> list[WatchEvent]:
-    revision = event.revision
-    if event.type is EventType.DELETE:
-        obj = rv.stamp(orjson.loads(event.prev_kv.value), revision)
-        if matches is None or matches(obj):
-            return [WatchEvent("DELETED", obj, revision)]
-        return []
-    obj = decode(event.kv)
-    now_matches = matches is None or matches(obj)
-    if event.prev_kv is None:
-        return [WatchEvent("ADDED", obj, revision)] if now_matches else []
-    if matches is None:
-        return [WatchEvent("MODIFIED", obj, revision)]
-    before = matches(orjson.loads(event.prev_kv.value))
-    if before and now_matches:
-        return [WatchEvent("MODIFIED", obj, revision)]
-    if now_matches:
-        return [WatchEvent("ADDED", obj, revision)]
-    if before:
-        old = rv.stamp(orjson.loads(event.prev_kv.value), revision)
-        return [WatchEvent("DELETED", old, revision)]
-    return []
 
 
 CONTINUE_EXPIRED = (

@@ -217,17 +217,8 @@ class KubeliteApp:
         if not revision:
             raise errors.bad_request(f"revision must be a positive integer, not {text!r}")
         await self.registry.compact(revision)
-        await send_json(
-            send,
-            200,
-            {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "message": f"history compacted up to revision {revision}",
-            },
-        )
+        message = f"history compacted up to revision {revision}"
+        await send_json(send, 200, errors.success_body(message))
 
     def authenticate(self, request: Request) -> None:
         if self.token is None:
@@ -438,17 +429,7 @@ class KubeliteApp:
             details["group"] = info.group
         details["kind"] = info.plural
         details["uid"] = obj["metadata"].get("uid", "")
-        await send_json(
-            send,
-            200,
-            {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "details": details,
-            },
-        )
+        await send_json(send, 200, errors.success_body(details=details))
 
     async def delete_collection(
         self, request: Request, send: Send, info: ResourceInfo, ns: str | None
