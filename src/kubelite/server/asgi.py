@@ -44,6 +44,10 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = 3 * 1024 * 1024
 JSON = b"application/json"
+# Core kinds whose DELETE answers with the object rather than a Status (kube-apiserver's
+# graceful-deletion and namespace strategies).
+RETURN_OBJECT_ON_DELETE = frozenset({"pods", "services"})
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 PATCH_TYPES = (
     "application/json-patch+json",
@@ -421,7 +425,7 @@ class KubeliteApp:
             precondition_rv=pre.get("resourceVersion") or "",
             dry_run=_dry_run(request) or "All" in (options.get("dryRun") or []),
         )
-        if not gone:
+        if not gone or (info.group == "" and info.plural in RETURN_OBJECT_ON_DELETE):
             await send_json(send, 200, obj)
             return
         details: dict[str, Any] = {"name": name}
@@ -570,11 +574,34 @@ def _dry_run(request: Request) -> bool:
 
 
 async def _delete_options(request: Request) -> dict[str, Any]:
+    """DeleteOptions from the body, with ``propagationPolicy`` also taken from the query."""
     raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        options = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"couldn't decode the DeleteOptions: {exc}")
-    return options if isinstance(options, dict) else {}
+    options: Any = {}
+    if raw.strip():
+        try:
+            options = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"couldn't decode the DeleteOptions: {exc}")
+    if not isinstance(options, dict):
+        raise errors.bad_request("DeleteOptions must be a JSON object")
+    policy = options.get("propagationPolicy", request.query.get("propagationPolicy"))
+    if policy is not None and policy not in PROPAGATION_POLICIES:
+        supported = ", ".join(f'"{p}"' for p in PROPAGATION_POLICIES)
+        message = f'Unsupported value: "{policy}": supported values: {supported}'
+        raise APIError(
+            422,
+            "Invalid",
+            f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: {message}',
+            {
+                "group": "meta.k8s.io",
+                "kind": "DeleteOptions",
+                "causes": [
+                    {
+                        "reason": "FieldValueNotSupported",
+                        "message": message,
+                        "field": "propagationPolicy",
+                    }
+                ],
+            },
+        )
+    return options

@@ -9,12 +9,15 @@ store.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +34,7 @@ from kubelite.storage import StoreOptions, open_store
 
 log = logging.getLogger(__name__)
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -105,6 +109,17 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: object) -> None:
         self.kubelite_app.shutting_down.set()  # end watch streams so the drain can finish
         super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's, without re-raising the signal afterwards: that would kill the process
+        before the store is closed. A SIGTERM'd kubelite exits 0 after closing everything."""
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
 
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
