@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import time
+from pathlib import Path
+from typing import Any
 
 from harness import KUBECTL, Server
 
@@ -139,12 +142,133 @@ def test_namespace_lifecycle(server: Server) -> None:
     assert server.kubectl("get", "cm", "-n", "team-a", "-o", "name").stdout.strip() == ""
 
 
-def test_imperative_create_sends_protobuf_which_is_refused_clearly(server: Server) -> None:
-    """kubectl 1.37 sends protobuf for `create configmap|namespace|...`; kubelite speaks JSON
-    only for now, so the answer is a 415 Status naming the accepted types."""
-    result = server.kubectl("create", "configmap", "x", "--from-literal=a=1", check=False)
-    assert result.returncode == 1
-    assert "the body of the request was in an unknown format" in result.stderr
+def created_as_json_would_be(server: Server, args: list[str], get: list[str]) -> dict[str, Any]:
+    """Run `kubectl create <kind> ...` (kubectl 1.32+ sends protobuf), then `kubectl get -o json`,
+    and check every field of kubectl's own JSON rendering (--dry-run=client -o json) landed
+    unchanged (status aside); returns the stored object."""
+    split = args.index("--") if "--" in args else len(args)
+    dry = [*args[:split], "--dry-run=client", "-o", "json", *args[split:]]
+    expected = json.loads(server.kubectl(*dry).stdout)
+    assert "created" in server.kubectl(*args).stdout
+    got: dict[str, Any] = json.loads(server.kubectl("get", *get, "-o", "json").stdout)
+    expected.pop("status", None)
+    assert contained(expected, got), (args, expected, got)
+    return got
+
+
+def contained(expected: Any, got: Any) -> bool:
+    """Every field of ``expected`` is in ``got`` with the same value (the server may add
+    fields: metadata, defaults such as a namespace's finalizers)."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        return all(k in got and contained(v, got[k]) for k, v in expected.items())
+    return bool(expected == got)
+
+
+def test_imperative_create_of_core_kinds_over_protobuf(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("hello file\n")
+    (tmp_path / "bin").write_bytes(b"\x00\xff\x01")
+    files = [f"--from-file={tmp_path / 'f.txt'}", f"--from-file={tmp_path / 'bin'}"]
+    cm = created_as_json_would_be(
+        server, ["create", "configmap", "x", "--from-literal=a=1", *files], ["configmap", "x"]
+    )
+    assert cm["data"] == {"a": "1", "f.txt": "hello file\n"}
+    assert cm["binaryData"] == {"bin": "AP8B"}
+    secret = created_as_json_would_be(
+        server, ["create", "secret", "generic", "s", "--from-literal=p=q"], ["secret", "s"]
+    )
+    assert base64.b64decode(secret["data"]["p"]) == b"q"
+    created_as_json_would_be(server, ["create", "namespace", "n"], ["namespace", "n"])
+    created_as_json_would_be(
+        server, ["create", "serviceaccount", "sa", "-n", "n"], ["serviceaccount", "sa", "-n", "n"]
+    )
+    quota = created_as_json_would_be(
+        server,
+        ["create", "quota", "q", "--hard=pods=10,requests.cpu=500m", "--scopes=BestEffort"],
+        ["resourcequota", "q"],
+    )
+    assert quota["spec"] == {
+        "hard": {"pods": "10", "requests.cpu": "500m"},
+        "scopes": ["BestEffort"],
+    }
+    svc = created_as_json_would_be(
+        server,
+        ["create", "service", "clusterip", "svc", "--tcp=80:8080", "--tcp=443:https"],
+        ["service", "svc"],
+    )
+    assert [p["targetPort"] for p in svc["spec"]["ports"]] == [8080, "https"]
+    assert svc["spec"]["type"] == "ClusterIP"
+
+
+def test_imperative_create_of_workloads_over_protobuf(server: Server) -> None:
+    deploy = created_as_json_would_be(
+        server,
+        ["create", "deployment", "d", "--image=nginx", "--replicas=2", "--port=80"],
+        ["deployment", "d"],
+    )
+    assert deploy["spec"]["replicas"] == 2
+    assert deploy["spec"]["selector"] == {"matchLabels": {"app": "d"}}
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    assert container == {"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80}]} | {
+        "resources": {}
+    }
+    job = created_as_json_would_be(
+        server, ["create", "job", "j", "--image=busybox", "--", "echo", "hi"], ["job", "j"]
+    )
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    cron = created_as_json_would_be(
+        server,
+        ["create", "cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "--", "date"],
+        ["cronjob", "cj"],
+    )
+    assert cron["spec"]["schedule"] == "*/5 * * * *"
+    pdb = created_as_json_would_be(
+        server,
+        ["create", "poddisruptionbudget", "pdb", "--selector=app=d", "--min-available=50%"],
+        ["pdb", "pdb"],
+    )
+    assert pdb["spec"]["minAvailable"] == "50%"
+
+
+def test_imperative_create_of_rbac_and_cluster_kinds_over_protobuf(server: Server) -> None:
+    role = created_as_json_would_be(
+        server, ["create", "role", "r", "--verb=get", "--resource=pods"], ["role", "r"]
+    )
+    assert role["rules"] == [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]
+    binding = created_as_json_would_be(
+        server,
+        ["create", "rolebinding", "rb", "--role=r", "--user=u", "--serviceaccount=default:sa"],
+        ["rolebinding", "rb"],
+    )
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "r",
+    }
+    assert binding["subjects"][1] == {
+        "kind": "ServiceAccount",
+        "name": "sa",
+        "namespace": "default",
+    }
+    created_as_json_would_be(
+        server,
+        ["create", "clusterrole", "cr", "--verb=list", "--resource=nodes"],
+        ["clusterrole", "cr"],
+    )
+    created_as_json_would_be(
+        server,
+        ["create", "clusterrolebinding", "crb", "--clusterrole=cr", "--group=g"],
+        ["clusterrolebinding", "crb"],
+    )
+    pc = created_as_json_would_be(
+        server,
+        ["create", "priorityclass", "pc", "--value=1000", "--description=high"],
+        ["priorityclass", "pc"],
+    )
+    assert (pc["value"], pc["description"]) == (1000, "high")
+    created_as_json_would_be(
+        server, ["create", "ingress", "ing", "--rule=foo.com/bar=svc:80"], ["ingress", "ing"]
+    )
 
 
 def test_default_validation_rejects_unknown_fields(server: Server) -> None:

@@ -30,7 +30,7 @@ from kubelite.api.watchcache import (
     parse_send_initial_events,
     validate_watch_options,
 )
-from kubelite.server import discovery
+from kubelite.server import discovery, protobuf
 from kubelite.server.openapi import openapi_document
 from kubelite.server.routing import ResourcePath, parse_resource_path
 from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
@@ -91,7 +91,12 @@ class Request:
     async def json(self) -> Any:
         content_type = self.headers.get("content-type", "").split(";")[0].strip()
         if content_type == "application/vnd.kubernetes.protobuf":
-            raise errors.unsupported_media_type(["application/json", *PATCH_TYPES])
+            try:
+                return protobuf.decode_request(await self.body())
+            except protobuf.UnsupportedKind:
+                raise errors.unsupported_media_type(["application/json", *PATCH_TYPES])
+            except ValueError as exc:
+                raise errors.bad_request(f"couldn't decode the protobuf request body: {exc}")
         raw = await self.body()
         try:
             return orjson.loads(raw)
