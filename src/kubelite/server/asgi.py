@@ -200,9 +200,9 @@ class KubeliteApp:
         if path == "/kubelite/v1/compact":
             await self.compact(request, send)
             return
-        document = discovery.document(self.catalogue, path) or openapi_document(
-            self.catalogue, path, request.query
-        )
+        document = discovery.document(self.catalogue, path)
+        if document is None and path.startswith("/openapi/"):
+            document = openapi_document(self.catalogue, path, request.query)
         if document is not None:
             await send_json(send, 200, document)
             return

@@ -1,0 +1,104 @@
+"""The ceiling for ``bench/api.py``: a bare ASGI echo app on kubelite's own server stack.
+
+GET answers a fixed ~2 KB JSON body, PUT echoes the request body, ``/readyz`` answers ``ok``.
+It runs on uvicorn with the settings ``kubelite serve`` uses (httptools, uvloop, lifespan off, no
+access log, the same TLS serving certificate from a kubelite data directory), so the difference
+between it and kubelite is kubelite's own work: routing, auth, the registry, JSON and storage.
+
+Run:
+    .venv/bin/python bench/echo_app.py --data-dir DIR [--port 0]
+
+It prints ``echo serving on https://127.0.0.1:PORT`` once the socket is bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+import uvicorn
+import uvloop
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+GET_BODY = orjson.dumps(
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "echo",
+            "namespace": "default",
+            "uid": "00000000-0000-0000-0000-000000000000",
+            "resourceVersion": "1",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "data": {"payload": "x" * 1800},
+    }
+)
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] != "http":
+        return
+    if scope["path"] == "/readyz":
+        body = b"ok"
+    elif scope["method"] in ("PUT", "POST"):
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+    else:
+        body = GET_BODY
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [*JSON_HEADERS, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def serve(cert: str, key: str, port: int) -> None:
+    sock = socket.socket(socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(2048)
+    print(f"echo serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+    )
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True, help="a kubelite data dir (for its TLS files)")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    from pathlib import Path
+
+    from kubelite.server.tls import ensure_serving_files
+
+    files = ensure_serving_files(Path(args.data_dir).absolute(), "127.0.0.1")
+    uvloop.run(serve(str(files.cert), str(files.key), args.port))
+
+
+if __name__ == "__main__":
+    main()
