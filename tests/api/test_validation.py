@@ -3,6 +3,7 @@ fields found from the kinds' schemas, and kube-apiserver's exact texts."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -205,3 +206,12 @@ def test_patch_error_names_the_patched_object() -> None:
         ' "" is invalid: patch: Invalid value: "{\\"a\\":1}": '
         'strict decoding error: unknown field "foo"'
     )
+
+
+def test_may_repeat_keys_is_false_only_when_no_key_can_repeat() -> None:
+    plain = b'{"metadata": {"name": "a"}, "data": {"k": "v"}}'
+    assert v.may_repeat_keys(plain, json.loads(plain)) is False
+    repeated = b'{"data": {"k": "v", "k": "w"}}'
+    assert v.may_repeat_keys(repeated, json.loads(repeated)) is True
+    tricky = b'{"data": {"k": "a\\":b"}}'  # a value holding the characters ":
+    assert v.may_repeat_keys(tricky, json.loads(tricky)) is True

@@ -144,3 +144,17 @@ def test_json_patch_failed_test_is_422(server: Server) -> None:
     assert (code, body["data"]) == (200, {"k": "2", "j": "3"})
     code, body = server.request("PATCH", CM + "/p", {"data": {}}, "text/plain")
     assert code == 415
+
+
+def test_strict_field_validation_finds_repeated_keys(server: Server) -> None:
+    raw = b'{"metadata": {"name": "dup"}, "data": {"a": "1", "a": "2"}}'
+    code, body = server.request("POST", CM + "?fieldValidation=Strict", raw=raw)
+    assert code == 400
+    assert body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'duplicate field "data.a"'
+    )
+    code, _ = server.request(
+        "POST", CM + "?fieldValidation=Strict", raw=raw.replace(b'"a": "2"', b'"b": "2"')
+    )
+    assert code == 201

@@ -70,6 +70,12 @@ def storage_key(info: ResourceInfo, namespace: str | None, name: str) -> str:
     return storage_prefix(info, namespace) + name
 
 
+def clone(obj: Obj) -> Obj:
+    """A deep copy of a JSON object: through orjson, several times faster than copy.deepcopy."""
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
 def encode(obj: Obj) -> bytes:
     body = copy.copy(obj)
     body["metadata"] = dict(obj.get("metadata") or {})
@@ -206,7 +212,7 @@ class Registry:
         raise errors.already_exists(info.plural, info.group, meta["name"])
 
     def _prepare_create(self, info: ResourceInfo, namespace: str | None, body: Obj) -> Obj:
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         _check_type_meta(info, obj)
         meta = meta_of(obj)
         body_rv = meta.get("resourceVersion")
@@ -279,7 +285,7 @@ class Registry:
             if kv is None:
                 raise errors.not_found(info.plural, info.group, name)
             current = decode(kv)
-            new = await fn(copy.deepcopy(current))
+            new = await fn(decode(kv))
             try:
                 if new is None:
                     revision, _ = await self.store.delete(key, kv.mod_revision)
@@ -366,12 +372,12 @@ class Registry:
     def updated_object(self, info: ResourceInfo, current: Obj, body: Obj, subresource: str) -> Obj:
         """The stored object after a PUT of ``body``: server-owned fields kept, generation
         bumped on spec changes, and the other half kept when a status subresource exists."""
-        new = copy.deepcopy(body)
+        new = clone(body)
         new["apiVersion"], new["kind"] = info.group_version, info.kind
         meta = new["metadata"] = dict(new.get("metadata") or {})
         cur_meta = current["metadata"]
         if subresource == "status":
-            new = {**copy.deepcopy(current), "status": new.get("status")}
+            new = {**clone(current), "status": new.get("status")}
             if new["status"] is None:
                 new.pop("status")
             meta = new["metadata"]
@@ -431,7 +437,7 @@ class Registry:
 
         if dry_run:
             current = await self.get(info, namespace, name)
-            result = await apply(copy.deepcopy(current))
+            result = await apply(clone(current))
             return rv.stamp(result or current, int(rv.of(current)))
         obj, _ = await self.guaranteed_update(info, namespace, name, apply)
         if _purgeable(info, obj):
@@ -482,7 +488,7 @@ class Registry:
 
         if dry_run:
             current = await self.get(info, namespace, name)
-            result = await mark_or_delete(copy.deepcopy(current))
+            result = await mark_or_delete(clone(current))
             return (result or current), result is None
         obj, _ = await self.guaranteed_update(info, namespace, name, mark_or_delete)
         gone = not obj["metadata"].get("finalizers")

@@ -7,13 +7,12 @@ Reads build the view from the object; writes patch or replace the view, then wri
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.registry import Obj, Registry, apply_patch
+from kubelite.api.registry import Obj, Registry, apply_patch, clone
 
 
 def selector_string(selector: Any) -> str:
@@ -91,7 +90,7 @@ async def write_scale(
                     )
                 ],
             )
-        original = copy.deepcopy(current)
+        original = clone(current)
         current.setdefault("spec", {})["replicas"] = replicas
         return registry.updated_object(info, original, current, "")
 

@@ -546,7 +546,8 @@ def _check_fields(
     """Strict decoding of a create/update body: 400 under Strict, warnings under Warn."""
     if mode == "Ignore" or not info.schema_ref:
         return ()
-    errs = validation.strict_errors(info, raw)
+    source: bytes | dict[str, Any] = raw if validation.may_repeat_keys(raw, body) else body
+    errs = validation.strict_errors(info, source)
     if errs and mode == "Strict":
         raise validation.field_validation_error(info, errs, body)
     return tuple(validation.warning_headers(validation.warnings_for(errs)))
