@@ -40,6 +40,17 @@ class Server:
             )
         return result
 
+    def kubectl_background(self, *args: str) -> subprocess.Popen[str]:
+        """kubectl running alongside the test (``get -w``, ``wait``); collect it with
+        ``communicate``."""
+        return subprocess.Popen(
+            [KUBECTL, *args],
+            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def request(
         self,
         method: str,

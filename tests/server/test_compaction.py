@@ -22,6 +22,12 @@ def watch_lines(server: Server, query: str) -> list[dict[str, object]]:
         return [json.loads(line) for line in resp.read().splitlines() if line.strip()]
 
 
+def kubelite_compact(server: Server, revision: int) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "kubelite", "compact"]
+    command += ["--kubeconfig", str(server.kubeconfig), "--revision", str(revision)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
 def test_kubelite_compact_then_old_watches_and_lists_expire(server: Server) -> None:
     _, created = server.request("POST", CM, {"metadata": {"name": "c"}, "data": {"v": "0"}})
     first = int(created["metadata"]["resourceVersion"])  # type: ignore[index]
@@ -35,21 +41,7 @@ def test_kubelite_compact_then_old_watches_and_lists_expire(server: Server) -> N
     events = watch_lines(server, f"resourceVersion={first}")
     assert [e["type"] for e in events] == ["MODIFIED"] * 3
 
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubelite",
-            "compact",
-            "--kubeconfig",
-            str(server.kubeconfig),
-            "--revision",
-            str(last),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = kubelite_compact(server, last)
     assert result.returncode == 0, result.stderr
     assert f"history compacted up to revision {last}" in result.stdout
 
@@ -74,20 +66,6 @@ def test_kubelite_compact_then_old_watches_and_lists_expire(server: Server) -> N
     # Watching from the compacted revision itself still works (it asks for events after it).
     assert watch_lines(server, f"resourceVersion={last}") == []
 
-    again = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kubelite",
-            "compact",
-            "--kubeconfig",
-            str(server.kubeconfig),
-            "--revision",
-            str(last),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    again = kubelite_compact(server, last)
     assert again.returncode == 1
     assert "already compacted" in again.stderr

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import KUBECTL, Server
+from harness import Server
 
 CM_YAML = """apiVersion: v1
 kind: ConfigMap
@@ -287,13 +285,7 @@ def test_default_validation_rejects_unknown_fields(server: Server) -> None:
 
 def test_get_watch_and_wait_for_delete(server: Server) -> None:
     server.kubectl("create", "-f", "-", input=CM_YAML)
-    waiter = subprocess.Popen(
-        [KUBECTL, "wait", "--for=delete", "cm/cm1", "--timeout=30s"],
-        env={**os.environ, "KUBECONFIG": str(server.kubeconfig)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    waiter = server.kubectl_background("wait", "--for=delete", "cm/cm1", "--timeout=30s")
     time.sleep(1)
     server.kubectl("delete", "cm", "cm1", "--wait=false")
     out, err = waiter.communicate(timeout=60)

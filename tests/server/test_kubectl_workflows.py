@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
-from harness import KUBECTL, Server
+from harness import Server
 
 CM_YAML = """apiVersion: v1
 kind: ConfigMap
@@ -60,13 +58,7 @@ def test_api_resources_lists_kinds_with_short_names(server: Server) -> None:
 
 def test_get_watch_prints_changes(server: Server) -> None:
     server.kubectl("create", "-f", "-", input=CM_YAML)
-    watcher = subprocess.Popen(
-        [KUBECTL, "get", "cm", "-w", "--request-timeout=6s"],
-        env={**os.environ, "KUBECONFIG": str(server.kubeconfig)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    watcher = server.kubectl_background("get", "cm", "-w", "--request-timeout=6s")
     time.sleep(1.5)
     server.kubectl("label", "cm", "cm1", "x=1")
     server.kubectl("create", "-f", "-", input=CM_YAML.replace("cm1", "cm2"))
