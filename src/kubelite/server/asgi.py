@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import hmac
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -233,7 +234,7 @@ class KubeliteApp:
         if self.token is None:
             return
         header = request.headers.get("authorization", "")
-        if header != f"Bearer {self.token}":
+        if not hmac.compare_digest(header.encode(), f"Bearer {self.token}".encode()):
             raise errors.unauthorized()
 
     async def dispatch(
@@ -243,43 +244,14 @@ class KubeliteApp:
         if info.namespaced and name is not None and ns is None:
             raise errors.path_not_found()
         if name is None:
-            if method == "GET":
-                if target.legacy_watch or request.flag("watch"):
-                    await self.watch(request, send, info, ns)
-                else:
-                    await self.list(request, send, info, ns)
-                return
-            if method == "POST":
-                mode = validation.directive(request.query, "create")
-                body = await request.json_object()
-                warnings = _check_fields(info, mode, request.raw, body)
-                obj = await self.registry.create(info, ns, body, dry_run=_dry_run(request))
-                await send_json(send, 201, obj, warnings)
-                return
-            if method == "DELETE":
-                await self.delete_collection(request, send, info, ns)
-                return
-            raise errors.method_not_allowed()
+            await self.collection(request, send, info, target.legacy_watch, ns)
+            return
         if target.subresource == "scale":
             await self.scale(request, send, info, ns, name)
             return
-        if info.group == "" and info.plural == "namespaces":
-            if method == "DELETE":
-                options = await _delete_options(request)
-                pre = options.get("preconditions") or {}
-                obj = await self.namespaces.delete(
-                    name,
-                    precondition_uid=pre.get("uid") or "",
-                    precondition_rv=pre.get("resourceVersion") or "",
-                    dry_run=_dry_run(request),
-                )
-                await send_json(send, 200, obj)
-                return
-            if method == "PUT" and target.subresource == "finalize":
-                body = await request.json_object()
-                obj = await self.namespaces.finalize(name, body, dry_run=_dry_run(request))
-                await send_json(send, 200, obj)
-                return
+        is_namespace = info.group == "" and info.plural == "namespaces"
+        if is_namespace and await self.namespace_verb(request, send, name, target.subresource):
+            return
         if method == "GET":
             if target.legacy_watch or request.flag("watch"):
                 await self.watch(request, send, info, ns, name=name)
@@ -327,6 +299,49 @@ class KubeliteApp:
             await self.delete(request, send, info, ns, name)
             return
         raise errors.method_not_allowed()
+
+    async def collection(
+        self, request: Request, send: Send, info: ResourceInfo, watch: bool, ns: str | None
+    ) -> None:
+        """The verbs on a collection: list or watch, create, deletecollection."""
+        method = request.method
+        if method == "GET":
+            if watch or request.flag("watch"):
+                await self.watch(request, send, info, ns)
+            else:
+                await self.list(request, send, info, ns)
+        elif method == "POST":
+            mode = validation.directive(request.query, "create")
+            body = await request.json_object()
+            warnings = _check_fields(info, mode, request.raw, body)
+            obj = await self.registry.create(info, ns, body, dry_run=_dry_run(request))
+            await send_json(send, 201, obj, warnings)
+        elif method == "DELETE":
+            await self.delete_collection(request, send, info, ns)
+        else:
+            raise errors.method_not_allowed()
+
+    async def namespace_verb(
+        self, request: Request, send: Send, name: str, subresource: str
+    ) -> bool:
+        """DELETE of a namespace and PUT of its ``finalize``, which the namespace lifecycle owns;
+        False when the request is an ordinary one."""
+        if request.method == "DELETE":
+            options = await _delete_options(request)
+            pre = options.get("preconditions") or {}
+            obj = await self.namespaces.delete(
+                name,
+                precondition_uid=pre.get("uid") or "",
+                precondition_rv=pre.get("resourceVersion") or "",
+                dry_run=_dry_run(request),
+            )
+        elif request.method == "PUT" and subresource == "finalize":
+            body = await request.json_object()
+            obj = await self.namespaces.finalize(name, body, dry_run=_dry_run(request))
+        else:
+            return False
+        await send_json(send, 200, obj)
+        return True
 
     def list_options(self, request: Request) -> ListOptions:
         q = request.query
