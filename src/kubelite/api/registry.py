@@ -32,6 +32,7 @@ import orjson
 from kubelite.api import errors, namespaces
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
+from kubelite.api.defaults import apply_defaults
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.merge_patch import json_merge_patch
 from kubelite.api.names import generate_name, name_errors
@@ -247,6 +248,7 @@ class Registry:
         if "status" in info.subresources:
             obj.pop("status", None)
         obj["apiVersion"], obj["kind"] = info.group_version, info.kind
+        apply_defaults(info.group, info.kind, obj)
         if _is_namespace(info):
             namespaces.prepare_create(obj)
         return obj
@@ -404,7 +406,7 @@ class Registry:
             meta.pop("generation", None)
         if _is_namespace(info) and not subresource:
             namespaces.prepare_update(current, new)
-        return new
+        return apply_defaults(info.group, info.kind, new)
 
     async def patch(
         self,
