@@ -49,12 +49,12 @@ JSON = b"application/json"
 # graceful-deletion and namespace strategies).
 RETURN_OBJECT_ON_DELETE = frozenset({"pods", "services"})
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
-OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+HEALTH_PATHS = ("/healthz", "/livez", "/readyz")  # open, as is /version
+# Server-side apply (application/apply-patch+yaml) is not served yet, so it is not offered.
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
 )
 
 
@@ -184,7 +184,7 @@ class KubeliteApp:
 
     async def handle(self, request: Request, send: Send) -> None:
         path = request.path.rstrip("/") or "/"
-        if path in ("/healthz", "/livez", "/readyz"):
+        if path in HEALTH_PATHS:
             await send(
                 {
                     "type": "http.response.start",
@@ -270,7 +270,7 @@ class KubeliteApp:
             return
         if method == "PATCH":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
-            if content_type not in PATCH_TYPES[:3]:
+            if content_type not in PATCH_TYPES:
                 raise errors.unsupported_media_type(list(PATCH_TYPES))
             mode = validation.directive(request.query, "patch")
             patch = await request.json()
@@ -422,7 +422,7 @@ class KubeliteApp:
             await send_json(send, 200, await write_scale(self.registry, info, ns, name, body=body))
         elif request.method == "PATCH":
             content_type = request.headers.get("content-type", "").split(";")[0].strip()
-            if content_type not in PATCH_TYPES[:3]:
+            if content_type not in PATCH_TYPES:
                 raise errors.unsupported_media_type(list(PATCH_TYPES))
             patch = await request.json()
             scale = await write_scale(
