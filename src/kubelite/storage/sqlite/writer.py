@@ -23,6 +23,7 @@ index are rewound and every write in the batch is answered ``Unavailable``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import fcntl
 import logging
@@ -220,7 +221,8 @@ class Writer:
         except Exception as exc:  # an I/O error, or a bug: fail the batch, keep the writer
             log.exception("write transaction failed")
             if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already
+                    self._db.execute("ROLLBACK")
             self.revision, self.compacted, self.compact_done = saved
             for key, entry in self._undo.items():
                 if entry is None:
