@@ -158,3 +158,21 @@ def test_strict_field_validation_finds_repeated_keys(server: Server) -> None:
         "POST", CM + "?fieldValidation=Strict", raw=raw.replace(b'"a": "2"', b'"b": "2"')
     )
     assert code == 201
+
+
+def test_list_with_a_selector_never_returns_more_than_limit(server: Server) -> None:
+    for i in range(6):
+        labels = {"pick": "yes"} if i else {"pick": "no"}
+        server.request("POST", CM, {"metadata": {"name": f"s{i}", "labels": labels}})
+    names: list[str] = []
+    token = ""
+    while True:
+        query = f"?labelSelector=pick%3Dyes&limit=2{'&continue=' + token if token else ''}"
+        code, page = server.request("GET", CM + query)
+        assert code == 200
+        assert len(page["items"]) <= 2  # type: ignore[arg-type]
+        names += [i["metadata"]["name"] for i in page["items"]]  # type: ignore[union-attr, index]
+        token = page["metadata"].get("continue", "")  # type: ignore[union-attr]
+        if not token:
+            break
+    assert names == ["s1", "s2", "s3", "s4", "s5"]

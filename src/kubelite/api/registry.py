@@ -149,7 +149,10 @@ class Registry:
         items: list[Obj] = []
         try:
             while True:
-                result = await self.store.list(prefix, revision, limit, start_after)
+                # With a selector a page may match fewer than asked: ask only for what is left,
+                # so a list never holds more than ``limit`` items (kube may return fewer).
+                page = None if limit is None else limit - len(items)
+                result = await self.store.list(prefix, revision, page, start_after)
                 revision = result.revision
                 for kv in result.items:
                     obj = decode(kv)
