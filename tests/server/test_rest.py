@@ -176,3 +176,22 @@ def test_list_with_a_selector_never_returns_more_than_limit(server: Server) -> N
         if not token:
             break
     assert names == ["s1", "s2", "s3", "s4", "s5"]
+
+
+def test_a_list_longer_than_a_page_is_streamed_whole(server: Server) -> None:
+    """Lists are read and sent 500 objects at a time; the client sees one ordinary List."""
+    import concurrent.futures
+
+    names = [f"bulk{i:04d}" for i in range(1100)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        codes = list(
+            pool.map(lambda n: server.request("POST", CM, {"metadata": {"name": n}})[0], names)
+        )
+    assert set(codes) == {201}
+    code, listing = server.request("GET", CM)
+    assert code == 200
+    assert listing["kind"] == "ConfigMapList"
+    assert [i["metadata"]["name"] for i in listing["items"]] == names  # type: ignore[union-attr, index]
+    assert "continue" not in listing["metadata"]  # type: ignore[operator]
+    last = max(int(i["metadata"]["resourceVersion"]) for i in listing["items"])  # type: ignore[union-attr, index]
+    assert int(listing["metadata"]["resourceVersion"]) >= last  # type: ignore[index]

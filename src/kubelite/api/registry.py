@@ -20,7 +20,7 @@ import base64
 import copy
 import functools
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -114,6 +114,78 @@ class WatchEvent:
     revision: int
 
 
+class ListScan:
+    """One list request, read page by page from one storage snapshot, so that a large list
+    can be sent as it is read instead of held whole. ``metadata`` (resourceVersion, continue) is
+    complete once :meth:`pages` is exhausted."""
+
+    PAGE = 500
+
+    def __init__(
+        self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
+    ) -> None:
+        self.store = store
+        self.opts = opts
+        self.prefix = storage_prefix(info, namespace)
+        self.revision: int | None = None
+        self.start_after: str | None = None
+        self.metadata: dict[str, Any] = {}
+        if opts.continue_token:
+            if opts.resource_version not in (None, "", "0"):
+                raise errors.bad_request(
+                    "specifying resource version is not allowed when using continue"
+                )
+            self.revision, self.start_after = _decode_continue(opts.continue_token, self.prefix)
+        else:
+            requested = _parse_rv(opts.resource_version)
+            exact = opts.resource_version_match == "Exact" or (
+                requested and opts.limit and opts.resource_version_match != "NotOlderThan"
+            )
+            if requested and exact:
+                self.revision = requested
+        self.limit = opts.limit if opts.limit > 0 else None
+        if opts.resource_version == "0" and not opts.continue_token:
+            self.limit = None  # kube-apiserver serves RV=0 from its cache, ignoring limit
+
+    async def pages(self) -> AsyncGenerator[list[Obj], None]:
+        """Pages of matching objects; raises APIError 410/504 for compacted or future RVs."""
+        opts, limit, sent = self.opts, self.limit, 0
+        try:
+            while True:
+                # With a selector a page may match fewer than asked: ask only for what is left,
+                # so a list never holds more than ``limit`` items (kube may return fewer).
+                page = self.PAGE if limit is None else min(self.PAGE, limit - sent)
+                result = await self.store.list(self.prefix, self.revision, page, self.start_after)
+                self.revision = result.revision
+                matched = [decode(kv) for kv in result.items]
+                if opts.label_selector is not None:
+                    matched = [obj for obj in matched if opts.label_selector(obj)]
+                sent += len(matched)
+                if result.items:
+                    self.start_after = result.items[-1].key
+                more = result.more
+                if matched:
+                    yield matched
+                if not more or (limit is not None and sent >= limit):
+                    break
+        except Compacted:
+            if opts.continue_token:
+                raise errors.expired(CONTINUE_EXPIRED)
+            raise errors.expired("The resourceVersion for the provided list is too old.")
+        except FutureRevision as exc:
+            raise errors.timeout(
+                f"Too large resource version: {exc.requested_revision}, "
+                f"current: {exc.current_revision}",
+                [Cause("ResourceVersionTooLarge", "Too large resource version")],
+                retry_after=1,
+            )
+        assert self.revision is not None
+        self.metadata = {"resourceVersion": str(self.revision)}
+        if limit is not None and more:
+            last_key = self.start_after or self.prefix
+            self.metadata["continue"] = _encode_continue(self.revision, last_key, self.prefix)
+
+
 class Registry:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -127,59 +199,12 @@ class Registry:
         return decode(kv)
 
     async def list(self, info: ResourceInfo, namespace: str | None, opts: ListOptions) -> Obj:
-        prefix = storage_prefix(info, namespace)
-        revision: int | None = None
-        start_after: str | None = None
-        if opts.continue_token:
-            if opts.resource_version not in (None, "", "0"):
-                raise errors.bad_request(
-                    "specifying resource version is not allowed when using continue"
-                )
-            revision, start_after = _decode_continue(opts.continue_token, prefix)
-        else:
-            requested = _parse_rv(opts.resource_version)
-            exact = opts.resource_version_match == "Exact" or (
-                requested and opts.limit and opts.resource_version_match != "NotOlderThan"
-            )
-            if requested and exact:
-                revision = requested
-        limit = opts.limit if opts.limit > 0 else None
-        if opts.resource_version == "0" and not opts.continue_token:
-            limit = None  # kube-apiserver serves RV=0 from its cache, ignoring limit
-        items: list[Obj] = []
-        try:
-            while True:
-                # With a selector a page may match fewer than asked: ask only for what is left,
-                # so a list never holds more than ``limit`` items (kube may return fewer).
-                page = None if limit is None else limit - len(items)
-                result = await self.store.list(prefix, revision, page, start_after)
-                revision = result.revision
-                for kv in result.items:
-                    obj = decode(kv)
-                    if opts.label_selector is None or opts.label_selector(obj):
-                        items.append(obj)
-                if not result.more or (limit is not None and len(items) >= limit):
-                    break
-                start_after = result.items[-1].key
-        except Compacted:
-            if opts.continue_token:
-                raise errors.expired(CONTINUE_EXPIRED)
-            raise errors.expired("The resourceVersion for the provided list is too old.")
-        except FutureRevision as exc:
-            raise errors.timeout(
-                f"Too large resource version: {exc.requested_revision}, "
-                f"current: {exc.current_revision}",
-                [Cause("ResourceVersionTooLarge", "Too large resource version")],
-                retry_after=1,
-            )
-        metadata: dict[str, Any] = {"resourceVersion": str(revision)}
-        if limit is not None and result.more:
-            last_key = result.items[-1].key if result.items else (start_after or prefix)
-            metadata["continue"] = _encode_continue(revision, last_key, prefix)
+        scan = ListScan(self.store, info, namespace, opts)
+        items = [obj async for page in scan.pages() for obj in page]
         return {
             "kind": info.list_kind,
             "apiVersion": info.group_version,
-            "metadata": metadata,
+            "metadata": scan.metadata,
             "items": items,
         }
 

@@ -23,7 +23,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.namespaces import NamespaceLifecycle
-from kubelite.api.registry import ListOptions, Registry
+from kubelite.api.registry import ListOptions, ListScan, Registry
 from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from kubelite.api.watchcache import (
@@ -380,6 +380,11 @@ class KubeliteApp:
         return matches
 
     async def list(self, request: Request, send: Send, info: ResourceInfo, ns: str | None) -> None:
+        if not wants_table(request.headers.get("accept", "")):
+            await self.stream_list(
+                send, info, ListScan(self.registry.store, info, ns, self.list_options(request))
+            )
+            return
         listing = await self.registry.list(info, ns, self.list_options(request))
         meta = listing["metadata"]
         await self.send_objects(
@@ -391,6 +396,31 @@ class KubeliteApp:
             meta["resourceVersion"],
             meta.get("continue", ""),
         )
+
+    async def stream_list(self, send: Send, info: ResourceInfo, scan: ListScan) -> None:
+        """A List sent page by page as it is read (chunked), so the server never holds a large
+        list whole. ``items`` comes before ``metadata``, whose continue token is known last;
+        JSON readers do not care about key order. Errors in the first page are ordinary Status
+        answers; a later one (the snapshot compacted away mid-list) cuts the response short."""
+        pages = scan.pages()
+        first = await anext(pages, None)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", JSON), (b"transfer-encoding", b"chunked")],
+            }
+        )
+        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.group_version})
+        chunk = head[:-1] + b',"items":['
+        page, separator = first, b""
+        while page is not None:
+            chunk += separator + b",".join(orjson.dumps(obj) for obj in page)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            chunk, separator = b"", b","
+            page = await anext(pages, None)
+        tail = b'],"metadata":' + orjson.dumps(scan.metadata) + b"}"
+        await send({"type": "http.response.body", "body": chunk + tail, "more_body": False})
 
     async def send_objects(
         self,
