@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 import uvicorn
 import uvloop
+
+from kubelite.server.serve import http_config
+from kubelite.server.tls import ServingFiles
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -74,17 +78,8 @@ async def serve(cert: str, key: str, port: int) -> None:
     sock.bind(("127.0.0.1", port))
     sock.listen(2048)
     print(f"echo serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(
-        app,
-        http="httptools",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=10,
-        ssl_certfile=cert,
-        ssl_keyfile=key,
-    )
-    await uvicorn.Server(config).serve(sockets=[sock])
+    files = ServingFiles(Path(cert), Path(cert), Path(key))
+    await uvicorn.Server(http_config(app, files)).serve(sockets=[sock])
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -101,6 +102,20 @@ async def ensure_namespaces(registry: Registry, catalogue: Catalogue) -> None:
                 raise
 
 
+def http_config(app: Any, tls: ServingFiles) -> uvicorn.Config:
+    """The HTTP stack kubelite serves on (bench/echo_app.py measures its ceiling with it)."""
+    return uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        ssl_certfile=str(tls.cert),
+        ssl_keyfile=str(tls.key),
+    )
+
+
 class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, app: KubeliteApp) -> None:
         super().__init__(config)
@@ -161,16 +176,7 @@ async def serve(options: ServeOptions) -> None:
         kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
         print(f"kubelite serving on {server_url}", flush=True)
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
-        config = uvicorn.Config(
-            app,
-            http="httptools",
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=10,
-            ssl_certfile=str(tls.cert),
-            ssl_keyfile=str(tls.key),
-        )
+        config = http_config(app, tls)
         try:
             await _Server(config, app).serve(sockets=[sock])
         finally:
