@@ -137,7 +137,7 @@ class ListScan:
                 )
             self.revision, self.start_after = _decode_continue(opts.continue_token, self.prefix)
         else:
-            requested = _parse_rv(opts.resource_version)
+            requested = parse_rv_query(opts.resource_version)
             exact = opts.resource_version_match == "Exact" or (
                 requested and opts.limit and opts.resource_version_match != "NotOlderThan"
             )
@@ -621,7 +621,8 @@ def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
     return revision, prefix + start[:-1]
 
 
-def _parse_rv(value: str | None) -> int:
+def parse_rv_query(value: str | None) -> int:
+    """A ``resourceVersion`` query parameter; 400 with kube-apiserver's text if malformed."""
     try:
         return rv.parse(value)
     except rv.BadResourceVersion:

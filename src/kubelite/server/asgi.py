@@ -23,7 +23,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.namespaces import NamespaceLifecycle
-from kubelite.api.registry import ListOptions, ListScan, Registry
+from kubelite.api.registry import ListOptions, ListScan, Registry, parse_rv_query
 from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from kubelite.api.watchcache import (
@@ -518,16 +518,12 @@ class KubeliteApp:
             request.query.get("resourceVersionMatch", ""),
             continue_token=request.query.get("continue", ""),
         )
-        resource_version = request.query.get("resourceVersion")
-        try:
-            rv.parse(resource_version)
-        except rv.BadResourceVersion:
-            raise errors.bad_request(f"invalid resource version: {resource_version}")
+        from_revision = parse_rv_query(request.query.get("resourceVersion"))
         timeout_text = request.query.get("timeoutSeconds")
         timeout = float(timeout_text) if timeout_text else random.uniform(1800, 3600)
         events = self.caches.get(info).watch(
             ns,
-            rv.parse(resource_version),
+            from_revision,
             matches,
             send_initial_events=send_initial,
             allow_bookmarks=request.flag("allowWatchBookmarks"),

@@ -4,18 +4,14 @@
 from __future__ import annotations
 
 import platform
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from kubelite import __version__
-from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.catalogue import Catalogue, GroupInfo, ResourceInfo
 
 # kubectl dispatchers pick their binary from "minor"; 31 selects a JSON-only kubectl
 # (shared/spec/client-requirements.md §0).
 KUBE_MAJOR, KUBE_MINOR = "1", "31"
-
-SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale")}
 
 
 def version() -> dict[str, str]:
@@ -32,29 +28,28 @@ def version() -> dict[str, str]:
     }
 
 
-def _version_priority(version: str) -> tuple[int, int, int]:
-    """Kubernetes' version order: GA before beta before alpha, then higher numbers first."""
-    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
-    if not match:
-        return (3, 0, 0)
-    major, stage, minor = match.groups()
-    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
-    return (rank, -int(major), -int(minor or 0))
+def _group_entry(group: GroupInfo) -> dict[str, Any]:
+    listed = [{"groupVersion": f"{group.name}/{v}", "version": v} for v in group.versions]
+    return {"name": group.name, "versions": listed, "preferredVersion": listed[0]}
 
 
-def _groups(catalogue: Catalogue) -> dict[str, list[str]]:
-    groups: dict[str, set[str]] = {}
-    for info in catalogue:
-        groups.setdefault(info.group, set()).add(info.version)
-    return {g: sorted(vs, key=_version_priority) for g, vs in sorted(groups.items())}
+def _subresource_entry(info: ResourceInfo, name: str) -> dict[str, Any]:
+    """``deployments/status``; ``deployments/scale`` also names its own kind (autoscaling/v1
+    Scale), as discovery does when a subresource's kind is not the parent's."""
+    sub = info.subresource(name)
+    entry: dict[str, Any] = {
+        "name": f"{info.plural}/{name}",
+        "singularName": "",
+        "namespaced": info.namespaced,
+        "kind": sub.kind if sub else info.kind,
+        "verbs": list(sub.verbs) if sub else ["get", "patch", "update"],
+    }
+    if sub is not None and (sub.group, sub.version) != (info.group, info.version):
+        entry.update(group=sub.group, version=sub.version)
+    return entry
 
 
-def _group_entry(name: str, versions: list[str]) -> dict[str, Any]:
-    listed = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
-    return {"name": name, "versions": listed, "preferredVersion": listed[0]}
-
-
-def _resources(infos: Iterable[ResourceInfo], group_version: str) -> dict[str, Any]:
+def _resources(infos: list[ResourceInfo], group_version: str) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
     for info in sorted(infos, key=lambda i: i.plural):
         entry: dict[str, Any] = {
@@ -69,18 +64,7 @@ def _resources(infos: Iterable[ResourceInfo], group_version: str) -> dict[str, A
         if info.categories:
             entry["categories"] = list(info.categories)
         resources.append(entry)
-        for sub in info.subresources:
-            sub_entry: dict[str, Any] = {
-                "name": f"{info.plural}/{sub}",
-                "singularName": "",
-                "namespaced": info.namespaced,
-                "kind": info.kind,
-                "verbs": ["get", "patch", "update"],
-            }
-            if sub in SUBRESOURCE_KINDS:
-                group, version, kind = SUBRESOURCE_KINDS[sub]
-                sub_entry.update(group=group, version=version, kind=kind)
-            resources.append(sub_entry)
+        resources.extend(_subresource_entry(info, sub) for sub in info.subresources)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -98,24 +82,17 @@ def document(catalogue: Catalogue, path: str) -> dict[str, Any] | None:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
         }
     if path == "/api/v1":
-        return _resources([i for i in catalogue if i.group == "" and i.version == "v1"], "v1")
+        return _resources(catalogue.resources("", "v1"), "v1")
     if path == "/apis":
-        groups = _groups(catalogue)
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [_group_entry(g, vs) for g, vs in groups.items() if g],
-        }
+        groups = [_group_entry(g) for g in catalogue.groups() if g.name]
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
     parts = path.split("/")
-    if len(parts) == 3 and parts[1] == "apis":
-        versions = _groups(catalogue).get(parts[2])
-        if not versions or not parts[2]:
+    if len(parts) == 3 and parts[1] == "apis" and parts[2]:
+        group = catalogue.group(parts[2])
+        if group is None:
             return None
-        return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(parts[2], versions)}
+        return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)}
     if len(parts) == 4 and parts[1] == "apis":
-        group, version = parts[2], parts[3]
-        infos = [i for i in catalogue if i.group == group and i.version == version]
-        if not infos:
-            return None
-        return _resources(infos, f"{group}/{version}")
+        infos = catalogue.resources(parts[2], parts[3])
+        return _resources(infos, f"{parts[2]}/{parts[3]}") if infos else None
     return None
