@@ -1,0 +1,141 @@
+"""The sans-I/O core shared by :class:`~kubelite.client.Client` and
+:class:`~kubelite.client.AsyncClient`: requests as values, response decoding, and the watch
+stream's line decoder.
+
+Nothing here does I/O. An operation (``kubelite.client.operations``) is a generator that yields
+:class:`ApiRequest` (answered with an :class:`ApiResponse`) or :class:`Sleep` (answered with
+``None``) and returns its result; the sync client drives it with urllib3 and ``time.sleep``, the
+async client with aiohttp (or an ASGI app) and ``asyncio.sleep``. So discovery, paging, the
+conflict-retry loops and every error mapping are written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import orjson
+
+from kubelite.client.errors import ApiError, error_from_status
+
+T = TypeVar("T")
+
+JSON = "application/json"
+USER_AGENT = "kubelite-client/0.1"
+PATCH_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRequest:
+    """One HTTP request, before any transport sees it."""
+
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    content_type: str = JSON
+
+    @property
+    def target(self) -> str:
+        """Path and query string, as sent on the request line."""
+        return f"{self.path}?{urlencode(self.query)}" if self.query else self.path
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+        if self.body is not None:
+            headers["Content-Type"] = self.content_type
+        return headers
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResponse:
+    status: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """An operation asking its driver to wait (a retry's backoff)."""
+
+    seconds: float
+
+
+Step = ApiRequest | Sleep
+Op = Generator[Step, ApiResponse | None, T]
+
+
+def call(request: ApiRequest) -> Generator[Step, ApiResponse | None, ApiResponse]:
+    """Send ``request`` through whichever driver runs the operation."""
+    response = yield request
+    assert response is not None, "a driver answered an ApiRequest with None"
+    return response
+
+
+def sleep(seconds: float) -> Generator[Step, ApiResponse | None, None]:
+    yield Sleep(seconds)
+
+
+def encode(body: Any) -> bytes:
+    return orjson.dumps(body)
+
+
+def error_for(status: int, body: bytes) -> ApiError:
+    """The exception for a non-2xx answer (a Status body, or whatever a proxy sent)."""
+    try:
+        decoded: Any = orjson.loads(body) if body else {}
+    except orjson.JSONDecodeError:
+        decoded = body.decode(errors="replace")
+    return error_from_status(status, decoded)
+
+
+def decode(response: ApiResponse) -> Any:
+    """The JSON body of a 2xx answer; the matching :class:`ApiError` for anything else."""
+    if not 200 <= response.status < 300:
+        raise error_for(response.status, response.body)
+    return orjson.loads(response.body) if response.body else {}
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK; ``object`` the object
+    (for BOOKMARK, only ``metadata.resourceVersion`` and maybe annotations)."""
+
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.object.get("metadata", {}).get("resourceVersion", ""))
+
+
+@dataclass(slots=True)
+class WatchDecoder:
+    """Splits a watch stream's bytes into events (one JSON object per ``\\n``-ended line).
+    An ERROR event raises its Status as an :class:`ApiError` (``Expired`` for a 410)."""
+
+    _pending: bytearray = field(default_factory=bytearray)
+
+    def feed(self, chunk: bytes) -> list[WatchEvent]:
+        self._pending += chunk
+        if b"\n" not in chunk:
+            return []
+        *lines, rest = bytes(self._pending).split(b"\n")
+        self._pending = bytearray(rest)
+        return [self._event(line) for line in lines if line.strip()]
+
+    def _event(self, line: bytes) -> WatchEvent:
+        data = orjson.loads(line)
+        kind, obj = data.get("type"), data.get("object")
+        if kind == "ERROR":
+            code = obj.get("code", 500) if isinstance(obj, dict) else 500
+            raise error_from_status(int(code), obj)
+        if not isinstance(kind, str) or not isinstance(obj, dict):
+            raise ValueError(f"malformed watch event: {line[:200]!r}")
+        return WatchEvent(kind, obj)

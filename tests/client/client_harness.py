@@ -1,0 +1,73 @@
+"""kubelite's server app built in this process, for the client's in-process transport.
+
+The client never imports the server; the tests build the app here, exactly as ``kubelite serve``
+wires it (a private in-RAM SQLite store, the built-in catalogue, the system namespaces, the
+namespace controller and the watch caches), and hand the ASGI object to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+
+from kubelite.api.catalogue import load_builtin_catalogue  # noqa: E402
+from kubelite.api.namespaces import NamespaceLifecycle  # noqa: E402
+from kubelite.api.registry import Registry  # noqa: E402
+from kubelite.api.watchcache import WatchCacheSet  # noqa: E402
+from kubelite.server.asgi import KubeliteApp  # noqa: E402
+from kubelite.server.serve import ensure_namespaces  # noqa: E402
+from kubelite.storage import StoreOptions, open_store  # noqa: E402
+
+TOKEN = "in-process-token"
+
+
+@asynccontextmanager
+async def in_process_app(
+    bookmark_interval: float | None = None, **store_options: Any
+) -> AsyncIterator[KubeliteApp]:
+    """A KubeliteApp on the running loop (bearer token :data:`TOKEN`), closed on exit;
+    ``bookmark_interval`` overrides the watch caches' (60 s)."""
+    store = await open_store("sqlite://", StoreOptions(**store_options))
+    try:
+        catalogue = load_builtin_catalogue()
+        registry = Registry(store)
+        await ensure_namespaces(registry, catalogue)
+        lifecycle = NamespaceLifecycle(registry, catalogue)
+        lifecycle.start()
+        cache_options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
+        caches = WatchCacheSet(store, **cache_options)
+        app = KubeliteApp(registry, catalogue, TOKEN, lifecycle, caches)
+        try:
+            yield app
+        finally:
+            app.shutting_down.set()
+            await lifecycle.close()
+            await caches.close()
+    finally:
+        await store.close()
+
+
+@contextmanager
+def app_in_thread() -> Iterator[tuple[KubeliteApp, asyncio.AbstractEventLoop]]:
+    """The app on an event loop of its own in a background thread (for the sync client)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="kubelite-app", daemon=True)
+    thread.start()
+    context = in_process_app()
+    try:
+        app = asyncio.run_coroutine_threadsafe(context.__aenter__(), loop).result(30)
+        try:
+            yield app, loop
+        finally:
+            asyncio.run_coroutine_threadsafe(context.__aexit__(None, None, None), loop).result(30)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
