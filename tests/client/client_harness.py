@@ -17,13 +17,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-from kubelite.api.catalogue import load_builtin_catalogue  # noqa: E402
-from kubelite.api.namespaces import NamespaceLifecycle  # noqa: E402
-from kubelite.api.registry import Registry  # noqa: E402
-from kubelite.api.watchcache import WatchCacheSet  # noqa: E402
-from kubelite.server.asgi import KubeliteApp  # noqa: E402
-from kubelite.server.serve import ensure_namespaces  # noqa: E402
-from kubelite.storage import StoreOptions, open_store  # noqa: E402
+from kubelite.api.catalogue import load_builtin_catalogue
+from kubelite.api.namespaces import NamespaceLifecycle
+from kubelite.api.registry import Registry
+from kubelite.api.watchcache import WatchCacheSet
+from kubelite.server.asgi import KubeliteApp
+from kubelite.server.serve import ensure_namespaces
+from kubelite.storage import StoreOptions, open_store
 
 TOKEN = "in-process-token"
 
@@ -41,8 +41,8 @@ async def in_process_app(
         await ensure_namespaces(registry, catalogue)
         lifecycle = NamespaceLifecycle(registry, catalogue)
         lifecycle.start()
-        cache_options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
-        caches = WatchCacheSet(store, **cache_options)
+        options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
+        caches = WatchCacheSet(store, **options)
         app = KubeliteApp(registry, catalogue, TOKEN, lifecycle, caches)
         try:
             yield app
