@@ -4,8 +4,8 @@ In one run (server pinned to CPU 0, every load generator to CPU 1):
 
 * conflict-checked PUT/s at 64 connections (wrk): each connection owns a ConfigMap (~2 KB) and
   PUTs it with the resourceVersion its last response carried, so every PUT is a real CAS;
-* the same PUTs against ``bench/echo_app.py`` (a bare ASGI app on the same uvicorn + httptools +
-  uvloop stack and TLS certificate): the ceiling; kubelite PUT/s / echo PUT/s is the target ratio;
+* the same PUTs against ``bench/echo_app.py`` (a bare ASGI app on the same granian + uvloop
+  stack and TLS certificate): the ceiling; kubelite PUT/s / echo PUT/s is the target ratio;
 * GET/s of one ConfigMap by name, kubelite and echo;
 * 409/s: PUTs with a stale resourceVersion;
 * PUT latency at a paced 1,000 writes/s (a Python client on uvloop; latency from each request's

@@ -1,9 +1,10 @@
 """The ceiling for ``bench/api.py``: a bare ASGI echo app on kubelite's own server stack.
 
 GET answers a fixed ~2 KB JSON body, PUT echoes the request body, ``/readyz`` answers ``ok``.
-It runs on uvicorn with the settings ``kubelite serve`` uses (httptools, uvloop, lifespan off, no
-access log, the same TLS serving certificate from a kubelite data directory), so the difference
-between it and kubelite is kubelite's own work: routing, auth, the registry, JSON and storage.
+It runs on the HTTP stack ``kubelite serve`` uses (``kubelite.server.http.serve_http``:
+granian's embedded server on uvloop, the same TLS serving certificate from a kubelite data
+directory), so the difference between it and kubelite is kubelite's own work: routing, auth,
+the registry, JSON and storage.
 
 Run:
     .venv/bin/python bench/echo_app.py --data-dir DIR [--port 0]
@@ -14,17 +15,15 @@ It prints ``echo serving on https://127.0.0.1:PORT`` once the socket is bound.
 from __future__ import annotations
 
 import argparse
-import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
-import uvicorn
 import uvloop
 
-from kubelite.server.serve import http_config
-from kubelite.server.tls import ServingFiles
+from kubelite.server.http import listen, serve_http
+from kubelite.server.tls import ServingFiles, ensure_serving_files
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -72,14 +71,10 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def serve(cert: str, key: str, port: int) -> None:
-    sock = socket.socket(socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(2048)
+async def serve(files: ServingFiles, port: int) -> None:
+    sock = listen("127.0.0.1", port)
     print(f"echo serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    files = ServingFiles(Path(cert), Path(cert), Path(key))
-    await uvicorn.Server(http_config(app, files)).serve(sockets=[sock])
+    await serve_http(app, sock, files, on_stop=lambda: None)
 
 
 def main() -> None:
@@ -87,12 +82,8 @@ def main() -> None:
     parser.add_argument("--data-dir", required=True, help="a kubelite data dir (for its TLS files)")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    from pathlib import Path
-
-    from kubelite.server.tls import ensure_serving_files
-
     files = ensure_serving_files(Path(args.data_dir).absolute(), "127.0.0.1")
-    uvloop.run(serve(str(files.cert), str(files.key), args.port))
+    uvloop.run(serve(files, args.port))
 
 
 if __name__ == "__main__":

@@ -546,6 +546,9 @@ class KubeliteApp:
                         ],
                     }
                 )
+                # granian sends the head with the first body chunk: an empty one sends it now,
+                # so the client sees 200 before the first event, as from kube-apiserver.
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
 
         async def pump() -> None:
             try:

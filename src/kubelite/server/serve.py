@@ -9,20 +9,13 @@ store.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import os
 import secrets
-import signal
-import socket
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import uvicorn
 
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
@@ -30,12 +23,12 @@ from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.asgi import KubeliteApp
+from kubelite.server.http import listen, serve_http
 from kubelite.server.tls import ServingFiles, ensure_serving_files
 from kubelite.storage import StoreOptions, open_store
 
 log = logging.getLogger(__name__)
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -102,41 +95,6 @@ async def ensure_namespaces(registry: Registry, catalogue: Catalogue) -> None:
                 raise
 
 
-def http_config(app: Any, tls: ServingFiles) -> uvicorn.Config:
-    """The HTTP stack kubelite serves on (bench/echo_app.py measures its ceiling with it)."""
-    return uvicorn.Config(
-        app,
-        http="httptools",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=10,
-        ssl_certfile=str(tls.cert),
-        ssl_keyfile=str(tls.key),
-    )
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: KubeliteApp) -> None:
-        super().__init__(config)
-        self.kubelite_app = app
-
-    def handle_exit(self, sig: int, frame: object) -> None:
-        self.kubelite_app.shutting_down.set()  # end watch streams so the drain can finish
-        super().handle_exit(sig, frame)  # type: ignore[arg-type]
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        """uvicorn's, without re-raising the signal afterwards: that would kill the process
-        before the store is closed. A SIGTERM'd kubelite exits 0 after closing everything."""
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
-
-
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
     """The data directory, the admin token and the TLS files, each made on first start."""
     data_dir = Path(options.data_dir).absolute()
@@ -166,19 +124,15 @@ async def serve(options: ServeOptions) -> None:
         lifecycle.start()
         caches = WatchCacheSet(store)
         app = KubeliteApp(registry, catalogue, token, lifecycle, caches)
-        sock = socket.socket(socket.AF_INET6 if ":" in options.bind_address else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((options.bind_address, options.port))
-        sock.listen(2048)
+        sock = listen(options.bind_address, options.port)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         server_url = f"https://{shown}:{port}"
         kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
         print(f"kubelite serving on {server_url}", flush=True)
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
-        config = http_config(app, tls)
         try:
-            await _Server(config, app).serve(sockets=[sock])
+            await serve_http(app, sock, tls, on_stop=app.shutting_down.set)
         finally:
             await lifecycle.close()
             await caches.close()

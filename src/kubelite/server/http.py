@@ -1,0 +1,86 @@
+"""The HTTP stack kubelite serves on: granian's embedded server, on the running event loop.
+
+granian parses HTTP and terminates TLS in Rust, off the GIL, and hands each request to the ASGI
+app on this loop. Measured against uvicorn (httptools, uvloop) on the same core, the same app and
+the same TLS certificate, it served 1.5x the conflict-checked PUTs and 1.9x the GETs
+(docs/benchmarks.md), so it is the stack the benchmark favours. bench/echo_app.py measures the
+ceiling on this same function.
+
+We bind the listening socket ourselves (so ``--port 0`` works and the real port is known before
+the kubeconfig is written) and hand granian its file descriptor. HTTP/1.1 only, as before:
+every client kubelite targets speaks it, and one mode is one set of behaviours to test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from granian._granian import SocketHolder
+from granian.constants import HTTPModes, Interfaces, SSLProtocols
+from granian.server.embed import Server
+
+from kubelite.server.tls import ServingFiles
+
+BACKLOG = 2048
+DRAIN_SECONDS = 10
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def listen(address: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(BACKLOG)
+    return sock
+
+
+class _Embedded(Server):
+    """granian's embedded server on a socket we bound (granian would bind its own)."""
+
+    def __init__(self, app: Any, sock: socket.socket, tls: ServingFiles) -> None:
+        host, port = sock.getsockname()[:2]
+        super().__init__(
+            app,
+            address=host,
+            port=port,
+            interface=Interfaces.ASGINL,
+            http=HTTPModes.http1,
+            websockets=False,
+            backlog=BACKLOG,
+            log_enabled=False,
+            ssl_cert=tls.cert,
+            ssl_key=tls.key,
+            ssl_protocol_min=SSLProtocols.tls12,
+        )
+        self.workers_kill_timeout = DRAIN_SECONDS  # then in-flight requests are cut
+        self._sock = sock
+
+    def _init_shared_socket(self) -> None:
+        self._ssp = None
+        # SocketHolder(fd, is_uds, backlog): granian's own pickling constructor (not in its stub).
+        self._shd = SocketHolder(self._sock.fileno(), False, BACKLOG)  # type: ignore[call-arg,assignment]
+
+
+async def serve_http(
+    app: Any, sock: socket.socket, tls: ServingFiles, on_stop: Callable[[], None]
+) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM. ``on_stop`` runs first (kubelite ends
+    its watch streams there), then granian stops accepting and waits for in-flight requests."""
+    server = _Embedded(app, sock, tls)
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        on_stop()
+        server.stop()  # type: ignore[no-untyped-call]
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop)
+    try:
+        await server.serve()
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
