@@ -131,3 +131,20 @@ def test_watch_sends_added_modified_deleted(server: Server) -> None:
     reader.join(10)
     got = [(e["type"], e["object"]["metadata"]["name"]) for e in lines]  # type: ignore[index]
     assert got == [("ADDED", "w0"), ("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")]
+
+
+def test_watch_answers_200_before_the_first_event(server: Server) -> None:
+    """client-go's Watch() returns when the response head arrives, as kube-apiserver flushes it
+    at once; an HTTP stack that holds the head until the first body chunk would leave clients
+    waiting on a quiet resource. Here the head must arrive while nothing has been written."""
+    _, listing = server.request("GET", CM)
+    rv = listing["metadata"]["resourceVersion"]  # type: ignore[index]
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    req = urllib.request.Request(f"{server.url}{CM}?watch=1&resourceVersion={rv}")
+    req.add_header("Authorization", f"Bearer {server.token}")
+    with urllib.request.urlopen(req, context=context, timeout=30) as resp:
+        assert resp.status == 200  # urlopen returns once the head is in: no event exists yet
+        assert resp.headers["Content-Type"] == "application/json"
+        server.request("POST", CM, {"metadata": {"name": "after-head"}})
+        event = json.loads(resp.readline())
+    assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "after-head")
