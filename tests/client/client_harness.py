@@ -44,6 +44,9 @@ async def in_process_app(
         options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
         caches = WatchCacheSet(store, **options)
         app = KubeliteApp(registry, catalogue, TOKEN, lifecycle, caches)
+        # KubeliteApp keeps ``caches or WatchCacheSet(...)``, and an empty WatchCacheSet is
+        # falsy (it has __len__): make sure the app uses the set configured here.
+        app.caches = caches
         try:
             yield app
         finally:
