@@ -39,6 +39,17 @@ def main(argv: list[str] | None = None) -> int:
         "--kubeconfig", default=os.environ.get("KUBECONFIG", "./kubelite-data/kubeconfig")
     )
     c.add_argument("--revision", type=int, required=True)
+    d = sub.add_parser("demo", help="narrated demonstrations on a live server")
+    demos = d.add_subparsers(dest="demo", required=True)
+    dc = demos.add_parser(
+        "conflict",
+        help="two editors and a 409, then many writers and no lost update",
+        description="Runs against the kubeconfig's server; without a kubeconfig, starts a "
+        "throwaway kubelite server.",
+    )
+    dc.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    dc.add_argument("--writers", type=int, default=16, help="concurrent writers in act 2")
+    dc.add_argument("--updates", type=int, default=10, help="updates per writer in act 2")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -64,4 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(result.get("message", result))
         return 0
+    if args.command == "demo":
+        from kubelite.client.demo import run_conflict_demo  # rich loads only for the demo
+
+        return run_conflict_demo(args.kubeconfig, args.writers, args.updates)
     return 2
