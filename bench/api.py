@@ -643,9 +643,12 @@ def startup_times(base: Path, runs: int) -> dict[str, float]:
 
 async def fill_store(data_dir: Path, count: int) -> None:
     """Writes ``count`` ConfigMaps into ``default`` the way the registry stores them."""
+    from kubelite.api.catalogue import load_builtin_catalogue
     from kubelite.api.registry import encode
     from kubelite.storage import open_store
 
+    info = load_builtin_catalogue().lookup("", "v1", "configmaps")
+    assert info is not None
     data_dir.mkdir(parents=True, exist_ok=True)
     async with await open_store(f"sqlite://{data_dir}/state.db") as store:
         for first in range(0, count, 2000):
@@ -657,7 +660,9 @@ async def fill_store(data_dir: Path, count: int) -> None:
                 objs.append(obj)
             await asyncio.gather(
                 *(
-                    store.create(f"/registry/configmaps/default/{o['metadata']['name']}", encode(o))
+                    store.create(
+                        f"/registry/configmaps/default/{o['metadata']['name']}", encode(o, info)
+                    )
                     for o in objs
                 )
             )

@@ -81,7 +81,7 @@ __all__ = [
 #: The Kubernetes minor version whose built-in kinds and OpenAPI definitions are served.
 KUBERNETES_VERSION = "1.37"
 #: Bumped whenever the cache file's shape changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 #: Discovery verbs of an ordinary stored kind, in the (sorted) order kube-apiserver lists them.
 STANDARD_VERBS: tuple[str, ...] = (
@@ -188,6 +188,12 @@ class ResourceInfo:
     table_columns: tuple[Column, ...] = ()
     schema_ref: str = ""
     builtin: bool = True
+    #: Where another version of the same kind owns the objects, as kube-apiserver shares one
+    #: storage between them: the group whose keys hold them (events.k8s.io/v1 Event lives in
+    #: core's ``/registry/events``) and the apiVersion they are stored at (autoscaling/v1 HPAs
+    #: are stored as autoscaling/v2). Empty: this version's own.
+    storage_group: str | None = None
+    storage_version: str = ""
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -218,6 +224,16 @@ class ResourceInfo:
     def api_version(self) -> str:
         """The ``apiVersion`` of this kind's objects (the same as :attr:`group_version`)."""
         return self.group_version
+
+    @property
+    def storage_api_version(self) -> str:
+        """The ``apiVersion`` this kind's objects are stored at."""
+        return self.storage_version or self.group_version
+
+    @property
+    def key_group(self) -> str:
+        """The group whose storage keys hold this kind's objects."""
+        return self.group if self.storage_group is None else self.storage_group
 
     @property
     def qualified_resource(self) -> str:
@@ -272,6 +288,8 @@ class ResourceInfo:
             ],
             "schema_ref": self.schema_ref,
             "builtin": self.builtin,
+            "storage_group": self.storage_group,
+            "storage_version": self.storage_version,
         }
 
     @classmethod
@@ -298,6 +316,8 @@ class ResourceInfo:
             table_columns=tuple(Column(*c) for c in data["table_columns"]),
             schema_ref=data["schema_ref"],
             builtin=data["builtin"],
+            storage_group=data["storage_group"],
+            storage_version=data["storage_version"],
         )
 
 
@@ -697,9 +717,22 @@ def build_builtin_catalogue() -> Catalogue:
                 allow_create_on_update=key in extra.CREATE_ON_UPDATE,
                 table_columns=_columns(extra.TABLE_COLUMNS.get(key, extra.DEFAULT_COLUMNS)),
                 schema_ref=schema_ref,
+                storage_group=extra.SHARED_STORAGE.get(key, (None, ""))[0],
+                storage_version=_storage_version(d.group, d.version, d.plural),
             )
         )
     return Catalogue(infos)
+
+
+def _storage_version(group: str, version: str, plural: str) -> str:
+    """The apiVersion a kind is stored at when another version owns it, else ''."""
+    stored = extra.SHARED_STORAGE.get((group, plural))
+    if stored is None:
+        return ""
+    owner_group, owner_version = stored
+    owner = f"{owner_group}/{owner_version}" if owner_group else owner_version
+    own = f"{group}/{version}" if group else version
+    return "" if owner == own else owner
 
 
 # --- the cache -------------------------------------------------------------------------------

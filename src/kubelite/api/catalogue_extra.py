@@ -217,6 +217,15 @@ NO_UNCONDITIONAL_UPDATE: frozenset[Key] = frozenset(
 )
 
 #: Kinds whose AllowCreateOnUpdate is true: a PUT to an absent name creates it (201).
+#: Kinds served at several versions over one storage, as kube-apiserver does: (group, plural) ->
+#: (the group, version) that owns the keys and the stored form. Conversions between the stored
+#: and served forms are in kubelite.api.conversion.
+SHARED_STORAGE: dict[Key, tuple[str, str]] = {
+    ("", "events"): ("", "v1"),
+    ("events.k8s.io", "events"): ("", "v1"),
+    ("autoscaling", "horizontalpodautoscalers"): ("autoscaling", "v2"),
+}
+
 CREATE_ON_UPDATE: frozenset[Key] = frozenset(
     {
         ("", "endpoints"),

@@ -32,6 +32,7 @@ import orjson
 from kubelite.api import errors, namespaces
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
+from kubelite.api.conversion import convert
 from kubelite.api.defaults import apply_defaults
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.merge_patch import json_merge_patch
@@ -59,9 +60,8 @@ def now() -> str:
 
 
 def storage_prefix(info: ResourceInfo, namespace: str | None) -> str:
-    base = (
-        f"/registry/{info.plural}/" if not info.group else f"/registry/{info.group}/{info.plural}/"
-    )
+    group = info.key_group
+    base = f"/registry/{group}/{info.plural}/" if group else f"/registry/{info.plural}/"
     if info.namespaced and namespace:
         return f"{base}{namespace}/"
     return base
@@ -77,16 +77,28 @@ def clone(obj: Obj) -> Obj:
     return copied
 
 
-def encode(obj: Obj) -> bytes:
-    body = copy.copy(obj)
-    body["metadata"] = dict(obj.get("metadata") or {})
+def encode(obj: Obj, info: ResourceInfo) -> bytes:
+    """The stored bytes of ``obj``: at the kind's storage version, without resourceVersion."""
+    body = convert(obj, info.storage_version) if info.storage_version else copy.copy(obj)
+    body["metadata"] = dict(body.get("metadata") or {})
     body["metadata"].pop("resourceVersion", None)
     return orjson.dumps(body)
 
 
-def decode(kv: KeyValue) -> Obj:
-    obj: Obj = orjson.loads(kv.value)
-    return rv.stamp(obj, kv.mod_revision)
+def from_storage(value: bytes, info: ResourceInfo) -> Obj:
+    """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
+    obj: Obj = orjson.loads(value)
+    return convert(obj, info.group_version) if info.storage_version else obj
+
+
+def decode(kv: KeyValue, info: ResourceInfo) -> Obj:
+    return rv.stamp(from_storage(kv.value, info), kv.mod_revision)
+
+
+def same_stored(a: bytes, b: bytes, info: ResourceInfo) -> bool:
+    """Whether two stored values hold the same object. Bytes compare for a kind stored at its
+    own version; a converted one may come back with its keys in another order."""
+    return a == b or (bool(info.storage_version) and orjson.loads(a) == orjson.loads(b))
 
 
 def meta_of(obj: Obj) -> dict[str, Any]:
@@ -125,6 +137,7 @@ class ListScan:
         self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
     ) -> None:
         self.store = store
+        self.info = info
         self.opts = opts
         self.prefix = storage_prefix(info, namespace)
         self.revision: int | None = None
@@ -157,7 +170,7 @@ class ListScan:
                 page = self.PAGE if limit is None else min(self.PAGE, limit - sent)
                 result = await self.store.list(self.prefix, self.revision, page, self.start_after)
                 self.revision = result.revision
-                matched = [decode(kv) for kv in result.items]
+                matched = [decode(kv, self.info) for kv in result.items]
                 if opts.label_selector is not None:
                     matched = [obj for obj in matched if opts.label_selector(obj)]
                 sent += len(matched)
@@ -196,7 +209,7 @@ class Registry:
         kv = await self.store.get(storage_key(info, namespace, name))
         if kv is None:
             raise errors.not_found(info.plural, info.group, name)
-        return decode(kv)
+        return decode(kv, info)
 
     async def list(self, info: ResourceInfo, namespace: str | None, opts: ListOptions) -> Obj:
         scan = ListScan(self.store, info, namespace, opts)
@@ -227,7 +240,7 @@ class Registry:
                     raise errors.already_exists(info.plural, info.group, meta["name"])
                 return rv.stamp(obj, await self.store.current_revision() or 1)
             try:
-                revision = await self.store.create(key, encode(obj))
+                revision = await self.store.create(key, encode(obj, info))
             except KeyExists as exc:
                 if generated:
                     continue
@@ -314,14 +327,14 @@ class Registry:
         while True:
             if kv is None:
                 raise errors.not_found(info.plural, info.group, name)
-            current = decode(kv)
-            new = await fn(decode(kv))
+            current = decode(kv, info)
+            new = await fn(decode(kv, info))
             try:
                 if new is None:
                     revision, _ = await self.store.delete(key, kv.mod_revision)
                     return rv.stamp(current, revision), True
-                data = encode(new)
-                if data == kv.value:
+                data = encode(new, info)
+                if same_stored(data, kv.value, info):
                     return current, False
                 revision = await self.store.update(key, data, kv.mod_revision)
                 return rv.stamp(new, revision), True

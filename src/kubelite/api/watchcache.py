@@ -51,13 +51,11 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-import orjson
-
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
-from kubelite.api.registry import WatchEvent, decode, storage_prefix
+from kubelite.api.registry import WatchEvent, decode, from_storage, storage_prefix
 from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
 from kubelite.storage.interface import Event, Watch
 
@@ -154,9 +152,10 @@ def parse_send_initial_events(value: str | None) -> bool | None:
 class _Entry:
     """One store event, translated once. ``event`` is what an unfiltered watcher gets."""
 
-    __slots__ = ("_prev", "_prev_value", "at", "event", "key", "revision")
+    __slots__ = ("_prev", "_prev_value", "at", "event", "info", "key", "revision")
 
-    def __init__(self, event: Event, at: float) -> None:
+    def __init__(self, event: Event, at: float, info: ResourceInfo) -> None:
+        self.info = info
         self.key = event.kv.key
         self.revision = event.revision
         self.at = at
@@ -164,19 +163,19 @@ class _Entry:
         if event.type is EventType.DELETE:
             assert event.prev_kv is not None
             self._prev_value: bytes | None = None
-            self._prev = rv.stamp(orjson.loads(event.prev_kv.value), self.revision)
+            self._prev = rv.stamp(from_storage(event.prev_kv.value, info), self.revision)
             self.event = WatchEvent("DELETED", self._prev, self.revision)
         else:
             self._prev_value = event.prev_kv.value if event.prev_kv is not None else None
             kind = "ADDED" if event.prev_kv is None else "MODIFIED"
-            self.event = WatchEvent(kind, decode(event.kv), self.revision)
+            self.event = WatchEvent(kind, decode(event.kv, info), self.revision)
 
     def prev(self) -> Obj:
         """The object this write replaced, stamped at this event's revision (decoded once, and
         only when a selector watcher asks)."""
         if self._prev is None:
             assert self._prev_value is not None
-            self._prev = rv.stamp(orjson.loads(self._prev_value), self.revision)
+            self._prev = rv.stamp(from_storage(self._prev_value, self.info), self.revision)
         return self._prev
 
     def for_watcher(self, matches: Matcher | None) -> WatchEvent | None:
@@ -340,7 +339,7 @@ class WatchCache:
 
     def _append(self, event: Event) -> None:
         now = time.monotonic()
-        self._entries.append(_Entry(event, now))
+        self._entries.append(_Entry(event, now, self.info))
         self.revision = event.revision
         if len(self._entries) > self.capacity + max(self.capacity // 8, 1):
             self._trim(now)
@@ -401,7 +400,7 @@ class WatchCache:
                 listing = await self.store.list(prefix)
                 position = listing.revision
                 for kv in listing.items:
-                    obj = decode(kv)
+                    obj = decode(kv, self.info)
                     if matches is None or matches(obj):
                         yield WatchEvent("ADDED", obj, kv.mod_revision)
                 if allow_bookmarks:
@@ -492,7 +491,7 @@ class WatchCache:
         self._direct.add(watch)
         try:
             async for event in watch:
-                out = _Entry(event, 0.0).for_watcher(matches)
+                out = _Entry(event, 0.0, self.info).for_watcher(matches)
                 if out is not None:
                     yield out
         except Compacted as exc:
@@ -505,7 +504,8 @@ class WatchCache:
 
 
 class WatchCacheSet:
-    """One :class:`WatchCache` per storage prefix, created on first use."""
+    """One :class:`WatchCache` per storage prefix and served version, created on first use
+    (Event at v1 and at events.k8s.io/v1 share a prefix and hold differently shaped objects)."""
 
     def __init__(self, store: Store, **options: Any) -> None:
         self.store = store
@@ -514,10 +514,10 @@ class WatchCacheSet:
         self.closed = False
 
     def get(self, info: ResourceInfo) -> WatchCache:
-        prefix = storage_prefix(info, None)
-        cache = self._caches.get(prefix)
+        key = storage_prefix(info, None) + " " + info.group_version
+        cache = self._caches.get(key)
         if cache is None or (cache.closed and not self.closed):
-            cache = self._caches[prefix] = WatchCache(self.store, info, **self.options)
+            cache = self._caches[key] = WatchCache(self.store, info, **self.options)
             if self.closed:
                 cache.closed = True
         return cache
