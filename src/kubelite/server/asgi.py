@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import errors, validation
+from kubelite.api import errors, reviews, validation
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
@@ -237,9 +237,16 @@ class KubeliteApp:
         if not hmac.compare_digest(header.encode(), f"Bearer {self.token}".encode()):
             raise errors.unauthorized()
 
+    def token_user(self, token: str) -> reviews.User | None:
+        """The user a bearer token authenticates (TokenReview asks): the admin's, or none."""
+        if self.token is not None and hmac.compare_digest(token.encode(), self.token.encode()):
+            return reviews.ADMIN
+        return None
+
     async def dispatch(
         self, request: Request, send: Send, info: ResourceInfo, target: ResourcePath
     ) -> None:
+        _check_verb(request, info, target)
         method, name, ns = request.method, target.name, target.namespace
         if info.namespaced and name is not None and ns is None:
             raise errors.path_not_found()
@@ -310,6 +317,10 @@ class KubeliteApp:
                 await self.watch(request, send, info, ns)
             else:
                 await self.list(request, send, info, ns)
+        elif method == "POST" and reviews.is_review(info):
+            body = await request.json_object()
+            answer = reviews.answer(info, ns, body, reviews.ADMIN, self.token_user)
+            await send_json(send, 201, answer)
         elif method == "POST":
             mode = validation.directive(request.query, "create")
             body = await request.json_object()
@@ -582,6 +593,29 @@ class KubeliteApp:
             await asyncio.gather(pumping, disconnected, stopping, return_exceptions=True)
             await events.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "POST": "create"}
+_COLLECTION_VERBS = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+
+
+def _check_verb(request: Request, info: ResourceInfo, target: ResourcePath) -> None:
+    """405 for a verb the kind (or subresource) does not serve, as kube-apiserver answers:
+    ``get`` of a review, ``create`` of a ComponentStatus, ``delete`` of a Namespace's status."""
+    method = request.method
+    if target.subresource:
+        sub = info.subresource(target.subresource)
+        verbs = sub.verbs if sub is not None else ()
+    else:
+        verbs = info.verbs
+    if method == "GET" and (target.legacy_watch or request.flag("watch")):
+        verb = "watch"
+    elif target.name is None and not target.subresource:
+        verb = _COLLECTION_VERBS.get(method, "")
+    else:
+        verb = _VERBS.get(method, "")
+    if verb not in verbs:
+        raise errors.method_not_allowed()
 
 
 def _check_fields(

@@ -548,6 +548,35 @@ HORIZONTAL_POD_AUTOSCALER: Message = {
     ),
 }
 
+# --- authorization/v1 and authentication/v1: the reviews kubectl auth sends -----------------
+# (status is the server's to fill in: not declared, so skipped)
+
+RESOURCE_ATTRIBUTES: Message = {
+    1: F("namespace", STR),
+    2: F("verb", STR),
+    3: F("group", STR),
+    4: F("version", STR),
+    5: F("resource", STR),
+    6: F("subresource", STR),
+    7: F("name", STR),
+}
+NON_RESOURCE_ATTRIBUTES: Message = {1: F("path", STR), 2: F("verb", STR)}
+SELF_SUBJECT_ACCESS_REVIEW: Message = {
+    1: F("metadata", OBJECT_META),
+    2: F(
+        "spec",
+        {
+            1: F("resourceAttributes", RESOURCE_ATTRIBUTES),
+            2: F("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
+        },
+    ),
+}
+SELF_SUBJECT_RULES_REVIEW: Message = {
+    1: F("metadata", OBJECT_META),
+    2: F("spec", {1: F("namespace", STR)}),
+}
+SELF_SUBJECT_REVIEW: Message = {1: F("metadata", OBJECT_META)}
+
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "ConfigMap"): CONFIG_MAP,
     ("v1", "Secret"): SECRET,
@@ -567,6 +596,9 @@ KINDS: dict[tuple[str, str], Message] = {
     ("policy/v1", "PodDisruptionBudget"): POD_DISRUPTION_BUDGET,
     ("networking.k8s.io/v1", "Ingress"): INGRESS,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): HORIZONTAL_POD_AUTOSCALER,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): SELF_SUBJECT_REVIEW,
 }
 
 # runtime.Unknown is read directly in decode_request: typeMeta=1, raw=2, contentEncoding=3,
