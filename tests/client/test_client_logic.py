@@ -370,14 +370,15 @@ def test_indexer_keeps_its_indexes_true_through_writes_and_relists() -> None:
     assert [o["metadata"]["name"] for o in cache.by_index("team", "blue")] == ["a", "b"]
     assert cache.index_values("team") == ["blue"]
     added, updated, removed = cache.replace(
-        [cm("a", "x", "3", "blue"), cm("b", "x", "4", "red"), cm("c", "y", "5", "red")]
-    )
+        {o["metadata"]["namespace"] + "/" + o["metadata"]["name"]: o
+         for o in [cm("a", "x", "3", "blue"), cm("b", "x", "4", "red"), cm("c", "y", "5", "red")]}
+    )  # fmt: skip
     assert [o["metadata"]["name"] for o in added] == ["c"]
     assert [(old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
             for old, new in updated] == [("2", "4")]  # fmt: skip
     assert removed == []
     assert cache.keys() == ["x/a", "x/b", "y/c"]
-    _, _, removed = cache.replace([cm("c", "y", "5", "red")])
+    _, _, removed = cache.replace({"y/c": cm("c", "y", "5", "red")})
     assert sorted(o["metadata"]["name"] for o in removed) == ["a", "b"]
     assert cache.index_values("namespace") == ["y"]
     assert cache.by_index("team", "blue") == []

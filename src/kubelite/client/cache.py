@@ -52,9 +52,10 @@ class Indexer:
 
     # -- writes (the informer's) ------------------------------------------------------------
 
-    def upsert(self, obj: Object) -> Object | None:
-        """Store ``obj``; returns the object it replaced, if any."""
-        key = key_of(obj)
+    def upsert(self, obj: Object, key: str | None = None) -> Object | None:
+        """Store ``obj`` (under ``key``, default :func:`key_of`); returns the object it
+        replaced, if any."""
+        key = key or key_of(obj)
         old = self._items.get(key)
         if old is not None:
             self._unindex(key, old)
@@ -69,22 +70,20 @@ class Indexer:
         return old
 
     def replace(
-        self, objects: Iterable[Object]
+        self, objects: Mapping[str, Object]
     ) -> tuple[list[Object], list[tuple[Object, Object]], list[Object]]:
-        """Make the cache hold exactly ``objects`` (a relist); returns what was added,
-        what changed (old, new: a different resourceVersion) and what was removed."""
+        """Make the cache hold exactly ``objects`` (key -> object: a relist); returns what was
+        added, what changed (old, new: a different resourceVersion) and what was removed."""
         added: list[Object] = []
         updated: list[tuple[Object, Object]] = []
-        seen: set[str] = set()
-        for obj in objects:
-            key = key_of(obj)
-            seen.add(key)
-            old = self.upsert(obj)
+        for key, obj in objects.items():
+            old = self.upsert(obj, key)
             if old is None:
                 added.append(obj)
             elif resource_version(old) != resource_version(obj):
                 updated.append((old, obj))
-        removed = [old for key in list(self._items) if key not in seen if (old := self.delete(key))]
+        gone = [key for key in self._items if key not in objects]
+        removed = [old for key in gone if (old := self.delete(key)) is not None]
         return added, updated, removed
 
     def _index(self, key: str, obj: Object) -> None:

@@ -233,7 +233,8 @@ class Informer:
                 field_selector=self.field_selector,
                 limit=self.page_size,
             )
-            await self._sync(listing["items"], str(listing["metadata"]["resourceVersion"]))
+            objects = {key_of(obj): obj for obj in listing["items"]}
+            await self._sync(objects, str(listing["metadata"]["resourceVersion"]))
         return await self._consume(self._watch(resource_version=self.resource_version))
 
     async def _consume(self, events: AsyncWatch, initial: dict[str, Object] | None = None) -> bool:
@@ -247,7 +248,7 @@ class Informer:
                 if initial is not None:
                     if event.type == "BOOKMARK":
                         if annotations_of(obj).get(INITIAL_EVENTS_END) == "true":
-                            await self._sync(list(initial.values()), event.resource_version)
+                            await self._sync(initial, event.resource_version)
                             initial = None
                     elif event.type == "DELETED":
                         initial.pop(key_of(obj), None)
@@ -270,7 +271,7 @@ class Informer:
             raise _StreamEnded("the watch-list stream ended before its initial events did")
         return delivered
 
-    async def _sync(self, objects: list[Object], list_resource_version: str) -> None:
+    async def _sync(self, objects: dict[str, Object], list_resource_version: str) -> None:
         self.stats.lists += 1
         added, updated, removed = self.cache.replace(objects)
         self.resource_version = list_resource_version

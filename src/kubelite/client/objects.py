@@ -59,8 +59,9 @@ def ref_of(obj: Mapping[str, Any]) -> Ref:
 
 def key_of(obj: Mapping[str, Any]) -> str:
     """client-go's MetaNamespaceKeyFunc: ``namespace/name``, or ``name`` when cluster-scoped."""
-    namespace = namespace_of(obj)
-    return f"{namespace}/{name_of(obj)}" if namespace else name_of(obj)
+    meta = obj.get("metadata") or {}  # inlined: an informer calls this once per event
+    namespace, name = meta.get("namespace"), meta.get("name", "")
+    return f"{namespace}/{name}" if namespace else str(name)
 
 
 def split_key(key: str) -> tuple[str | None, str]:
