@@ -8,9 +8,10 @@ namespace controller and the watch caches), and hand the ASGI object to the clie
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,18 @@ def app_in_thread() -> Iterator[tuple[KubeliteApp, asyncio.AbstractEventLoop]]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def configmap(name: str, namespace: str = "default", value: str = "0") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": {"v": value}}  # fmt: skip
+
+
+async def eventually(check: Callable[[], bool | Awaitable[bool]], seconds: float = 30) -> None:
+    """Wait until ``check`` holds, polling (a bound against hanging, not a timing assertion)."""
+    async with asyncio.timeout(seconds):
+        while True:
+            result = check()
+            if await result if inspect.isawaitable(result) else result:
+                return
+            await asyncio.sleep(0.02)

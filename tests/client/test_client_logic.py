@@ -8,6 +8,7 @@ import asyncio
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from kubelite.client import (
@@ -36,7 +37,7 @@ from kubelite.client import (
     retry_on_conflict_async,
     three_way_merge,
 )
-from kubelite.client.core import ApiRequest, ApiResponse, WatchDecoder
+from kubelite.client.core import ApiRequest, ApiResponse, Sleep, WatchDecoder
 from kubelite.client.operations import Operations
 
 
@@ -268,14 +269,19 @@ APPS_V1 = {
 }
 
 
-def drive(op: Any, answers: list[tuple[int, Any]]) -> tuple[Any, list[ApiRequest]]:
-    """Run an operation by hand, answering its requests in order (no transport)."""
-    import orjson
-
+def drive(
+    op: Any, answers: list[tuple[int, Any]], sleeps: list[float] | None = None
+) -> tuple[Any, list[ApiRequest]]:
+    """Run an operation by hand, answering its requests in order (no transport) and noting
+    the sleeps it asks for."""
     sent: list[ApiRequest] = []
     try:
         step = next(op)
         while True:
+            if isinstance(step, Sleep):
+                (sleeps if sleeps is not None else []).append(step.seconds)
+                step = op.send(None)
+                continue
             sent.append(step)
             code, body = answers.pop(0)
             step = op.send(ApiResponse(code, orjson.dumps(body)))
@@ -330,6 +336,20 @@ def test_patch_and_watch_requests_carry_kubernetes_parameters() -> None:
         "&resourceVersion=&allowWatchBookmarks=true&sendInitialEvents=true"
         "&resourceVersionMatch=NotOlderThan"
     )
+
+
+def test_retry_after_is_honoured_up_to_ten_times() -> None:
+    ops = Operations()
+    ops.discovery.load("apps/v1", APPS_V1)
+    busy = (429, status(429, "TooManyRequests", retryAfterSeconds=2))
+    sleeps: list[float] = []
+    result, sent = drive(ops.get("apps/v1", "Deployment", "web"), [busy, busy, (200, {"a": 1})],
+                         sleeps)  # fmt: skip
+    assert (result, len(sent), sleeps) == ({"a": 1}, 3, [2.0, 2.0])
+    with pytest.raises(TooManyRequests):
+        drive(ops.get("apps/v1", "Deployment", "web"), [busy] * 11)
+    with pytest.raises(ServerError):  # a 500 without Retry-After is not retried
+        drive(ops.get("apps/v1", "Deployment", "web"), [(500, status(500))])
 
 
 def test_list_restarts_unpaged_when_its_continue_token_expires() -> None:

@@ -9,7 +9,7 @@ import asyncio
 import random
 from typing import Any
 
-from test_informer import configmap, eventually
+from client_harness import configmap, eventually
 
 from kubelite.client import (
     AsyncClient,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from test_informer import eventually
+from client_harness import eventually
 
 from kubelite.client import AsyncClient, NotFound, Ref
 

@@ -6,14 +6,12 @@ resume without a relist; bookmarks advance it; resync; handlers see every change
 from __future__ import annotations
 
 import asyncio
-import inspect
 import random
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 import pytest
-from client_harness import TOKEN, in_process_app
+from client_harness import TOKEN, configmap, eventually, in_process_app
 
 from kubelite.client import (
     ALL_NAMESPACES,
@@ -27,11 +25,6 @@ from kubelite.client import (
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def configmap(name: str, namespace: str = "default", value: str = "0") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace}, "data": {"v": value}}  # fmt: skip
-
-
 async def server_state(client: AsyncClient) -> dict[str, str]:
     listing = await client.list("v1", "ConfigMap", ALL_NAMESPACES)
     return {key_of(item): resource_version(item) for item in listing["items"]}
@@ -39,16 +32,6 @@ async def server_state(client: AsyncClient) -> dict[str, str]:
 
 def cache_state(informer: Informer) -> dict[str, str]:
     return {key_of(obj): resource_version(obj) for obj in informer.cache.objects()}
-
-
-async def eventually(check: Callable[[], bool | Awaitable[bool]], seconds: float = 30) -> None:
-    """Wait until ``check`` holds, polling (a bound against hanging, not a timing assertion)."""
-    async with asyncio.timeout(seconds):
-        while True:
-            result = check()
-            if await result if inspect.isawaitable(result) else result:
-                return
-            await asyncio.sleep(0.02)
 
 
 async def converged(client: AsyncClient, informer: Informer, mirror: dict[str, str]) -> None:

@@ -71,11 +71,32 @@ Step = ApiRequest | Sleep
 Op = Generator[Step, ApiResponse | None, T]
 
 
+MAX_RETRY_AFTER = 10  # client-go's limit on honouring Retry-After for one request
+RETRY_AFTER_CAP = 30.0
+
+
 def call(request: ApiRequest) -> Generator[Step, ApiResponse | None, ApiResponse]:
-    """Send ``request`` through whichever driver runs the operation."""
+    """Send ``request`` through whichever driver runs the operation. A 429 or 5xx whose Status
+    asks the client to come back (``details.retryAfterSeconds``, the server's word that it did
+    not act) is sent again after that long, at most :data:`MAX_RETRY_AFTER` times, as client-go
+    does."""
+    for _ in range(MAX_RETRY_AFTER):
+        response = yield request
+        assert response is not None, "a driver answered an ApiRequest with None"
+        delay = _retry_after(response)
+        if delay is None:
+            return response
+        yield Sleep(delay)
     response = yield request
     assert response is not None, "a driver answered an ApiRequest with None"
     return response
+
+
+def _retry_after(response: ApiResponse) -> float | None:
+    if response.status != 429 and response.status < 500:
+        return None
+    seconds = error_for(response.status, response.body).retry_after
+    return min(float(seconds), RETRY_AFTER_CAP) if seconds else None
 
 
 def sleep(seconds: float) -> Generator[Step, ApiResponse | None, None]:
