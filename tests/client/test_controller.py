@@ -66,7 +66,7 @@ async def test_every_key_is_reconciled_after_its_last_change(aclient: AsyncClien
     finally:
         controller.stop()
         await asyncio.wait_for(running, 30)
-    assert informer._task is None  # the controller stopped the informer it started
+    assert not informer.running  # the controller stopped the informer it started
 
 
 async def test_failures_are_retried_with_per_key_backoff(aclient: AsyncClient) -> None:

@@ -72,7 +72,7 @@ class Controller:
 
     async def run(self) -> None:
         """Sync the informers, run the workers, return after a graceful shutdown."""
-        started = [informer for informer in self.informers if informer._task is None]
+        started = [informer for informer in self.informers if not informer.running]
         for informer in started:
             informer.start()
         workers: list[asyncio.Task[None]] = []

@@ -137,6 +137,10 @@ class Informer:
             task.add_done_callback(self._replays.discard)
 
     @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
     def has_synced(self) -> bool:
         return self._synced.is_set()
 
