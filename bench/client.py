@@ -15,7 +15,10 @@ client side runs on CPU 1 (uvloop). Each round measures, in this order:
   would resume from is compacted, the server is given 1 s to finish compacting, the informer is
   started again: -> second sync: the 410, then the watch-list, with the 10,000 objects already
   in its cache to compare against);
-* for reference, the same pages through a bare ``aiohttp.ClientSession``;
+* for reference, the same pages through a new bare ``aiohttp.ClientSession``, which sends them
+  all on one keep-alive connection (the AsyncClient's pool holds the connections its 64
+  concurrent creates opened): on this server, back-to-back list pages on one connection stall
+  about 40 ms now and then, so this line is slower than the baseline, see docs/benchmarks.md;
 * for the sync client: the same pages on its urllib3 transport (its baseline) and
   ``Client.list``.
 
@@ -59,7 +62,7 @@ PAGE = 500
 PAYLOAD = "y" * 400
 ASYNC_BASELINE = "baseline: paged GETs on AsyncClient's aiohttp transport + orjson"
 SYNC_BASELINE = "sync baseline: paged GETs on Client's urllib3 transport + orjson"
-RAW_AIOHTTP = "reference: paged GETs on a bare aiohttp.ClientSession + orjson"
+RAW_AIOHTTP = "reference: the same on a new aiohttp.ClientSession (one connection)"
 
 
 def log(msg: str) -> None:
