@@ -194,6 +194,11 @@ class ResourceInfo:
     #: are stored as autoscaling/v2). Empty: this version's own.
     storage_group: str | None = None
     storage_version: str = ""
+    #: A custom resource's declaration beyond the flags: its version's ``openAPIV3Schema`` as
+    #: JSON text (validation, defaulting, pruning, OpenAPI and explain all read it), and its
+    #: scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath).
+    schema: str = ""
+    scale_paths: tuple[str, str, str] | tuple[()] = ()
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -290,6 +295,8 @@ class ResourceInfo:
             "builtin": self.builtin,
             "storage_group": self.storage_group,
             "storage_version": self.storage_version,
+            "schema": self.schema,
+            "scale_paths": list(self.scale_paths),
         }
 
     @classmethod
@@ -318,6 +325,8 @@ class ResourceInfo:
             builtin=data["builtin"],
             storage_group=data["storage_group"],
             storage_version=data["storage_version"],
+            schema=data["schema"],
+            scale_paths=tuple(data["scale_paths"]),
         )
 
 

@@ -27,7 +27,7 @@ import orjson
 Obj = dict[str, Any]
 Converter = Callable[[Obj], Obj]
 
-__all__ = ["ConversionError", "convert"]
+__all__ = ["ConversionError", "convert", "to_version"]
 
 
 class ConversionError(ValueError):
@@ -199,3 +199,11 @@ def convert(obj: Obj, api_version: str) -> Obj:
     if converter is None:
         raise ConversionError(f"no conversion of {kind} from {source} to {api_version}")
     return converter(obj)
+
+
+def to_version(obj: Obj, api_version: str, *, builtin: bool) -> Obj:
+    """``obj`` at ``api_version``: a built-in kind through :func:`convert`; a custom resource
+    with conversion strategy None, by rewriting apiVersion (its fields are the same)."""
+    if builtin:
+        return convert(obj, api_version)
+    return obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}

@@ -20,6 +20,21 @@ SUBDOMAIN_MESSAGE = (
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
+DNS1035_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def is_subdomain(name: str) -> bool:
+    return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.match(name))
+
+
+def is_dns1035(name: str) -> bool:
+    return len(name) <= 63 and bool(_DNS1035_LABEL.match(name))
+
 
 # Kinds whose names must be DNS-1123 labels rather than subdomains (apimachinery's validators).
 LABEL_NAMED = frozenset({"Namespace", "Service"})

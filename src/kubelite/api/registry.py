@@ -32,9 +32,11 @@ import orjson
 from kubelite.api import errors, namespaces
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
-from kubelite.api.conversion import convert
+from kubelite.api.conversion import to_version
+from kubelite.api.customresources import CustomResourceHooks
 from kubelite.api.defaults import apply_defaults
 from kubelite.api.errors import APIError, Cause
+from kubelite.api.hooks import KindHooks
 from kubelite.api.merge_patch import json_merge_patch
 from kubelite.api.names import generate_name, name_errors
 from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
@@ -79,7 +81,11 @@ def clone(obj: Obj) -> Obj:
 
 def encode(obj: Obj, info: ResourceInfo) -> bytes:
     """The stored bytes of ``obj``: at the kind's storage version, without resourceVersion."""
-    body = convert(obj, info.storage_version) if info.storage_version else copy.copy(obj)
+    body = (
+        to_version(obj, info.storage_api_version, builtin=info.builtin)
+        if info.storage_version
+        else copy.copy(obj)
+    )
     body["metadata"] = dict(body.get("metadata") or {})
     body["metadata"].pop("resourceVersion", None)
     return orjson.dumps(body)
@@ -88,7 +94,9 @@ def encode(obj: Obj, info: ResourceInfo) -> bytes:
 def from_storage(value: bytes, info: ResourceInfo) -> Obj:
     """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
     obj: Obj = orjson.loads(value)
-    return convert(obj, info.group_version) if info.storage_version else obj
+    if not info.storage_version:
+        return obj
+    return to_version(obj, info.group_version, builtin=info.builtin)
 
 
 def decode(kv: KeyValue, info: ResourceInfo) -> Obj:
@@ -200,8 +208,23 @@ class ListScan:
 
 
 class Registry:
-    def __init__(self, store: Store) -> None:
+    """The generic registry. ``hooks`` add a built-in kind's strategy by (group, plural);
+    ``custom`` is every custom resource's (schema, pruning, defaulting, CEL)."""
+
+    def __init__(
+        self,
+        store: Store,
+        hooks: dict[tuple[str, str], KindHooks] | None = None,
+        custom: CustomResourceHooks | None = None,
+    ) -> None:
         self.store = store
+        self.hooks: dict[tuple[str, str], KindHooks] = dict(hooks or {})
+        self.custom = custom or CustomResourceHooks()
+
+    def hooks_for(self, info: ResourceInfo) -> KindHooks | None:
+        if not info.builtin:
+            return self.custom
+        return self.hooks.get((info.group, info.plural))
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -250,8 +273,15 @@ class Registry:
                 raise errors.already_exists(
                     info.plural, info.group, meta["name"], deleting=deleting
                 )
-            return rv.stamp(obj, revision)
+            stored = rv.stamp(obj, revision)
+            await self._after_write(info, stored)
+            return stored
         raise errors.already_exists(info.plural, info.group, meta["name"])
+
+    async def _after_write(self, info: ResourceInfo, obj: Obj) -> None:
+        hooks = self.hooks_for(info)
+        if hooks is not None:
+            await hooks.after_write(info, obj)
 
     def _prepare_create(self, info: ResourceInfo, namespace: str | None, body: Obj) -> Obj:
         obj = clone(body)
@@ -292,6 +322,9 @@ class Registry:
         apply_defaults(info.group, info.kind, obj)
         if _is_namespace(info):
             namespaces.prepare_create(obj)
+        hooks = self.hooks_for(info)
+        if hooks is not None:
+            hooks.on_create(info, obj)
         return obj
 
     async def _check_namespace(self, namespace: str, info: ResourceInfo, obj: Obj) -> None:
@@ -410,6 +443,7 @@ class Registry:
         obj, _ = await self.guaranteed_update(info, namespace, name, apply)
         if _purgeable(info, obj):
             await self._finish_deletion(info, namespace, name)
+        await self._after_write(info, obj)
         return obj, False
 
     def updated_object(self, info: ResourceInfo, current: Obj, body: Obj, subresource: str) -> Obj:
@@ -440,14 +474,19 @@ class Registry:
         meta.pop("resourceVersion", None)
         if info.tracks_generation:
             generation = int(cur_meta.get("generation", 1))
-            if subresource != "status" and _spec_changed(current, new):
+            changed = _spec_changed if info.builtin else _content_changed
+            if subresource != "status" and changed(current, new):
                 generation += 1
             meta["generation"] = generation
         else:
             meta.pop("generation", None)
         if _is_namespace(info) and not subresource:
             namespaces.prepare_update(current, new)
-        return apply_defaults(info.group, info.kind, new)
+        new = apply_defaults(info.group, info.kind, new)
+        hooks = self.hooks_for(info)
+        if hooks is not None:
+            hooks.on_update(info, current, new, subresource)
+        return new
 
     async def patch(
         self,
@@ -485,6 +524,7 @@ class Registry:
         obj, _ = await self.guaranteed_update(info, namespace, name, apply)
         if _purgeable(info, obj):
             await self._finish_deletion(info, namespace, name)
+        await self._after_write(info, obj)
         return obj
 
     async def delete(
@@ -535,7 +575,27 @@ class Registry:
             return (result or current), result is None
         obj, _ = await self.guaranteed_update(info, namespace, name, mark_or_delete)
         gone = not obj["metadata"].get("finalizers")
+        await self._after_write(info, obj)
         return obj, gone
+
+    async def remove_finalizer(
+        self, info: ResourceInfo, namespace: str | None, name: str, finalizer: str
+    ) -> None:
+        """Drop ``finalizer`` from the object (a controller's last step), purging it when it was
+        being deleted and nothing else holds it."""
+
+        async def drop(current: Obj) -> Obj | None:
+            meta = current["metadata"]
+            finalizers = [f for f in meta.get("finalizers") or [] if f != finalizer]
+            if finalizers:
+                meta["finalizers"] = finalizers
+            else:
+                meta.pop("finalizers", None)
+            meta.pop("resourceVersion", None)
+            return None if _purgeable(info, current) else current
+
+        obj, _ = await self.guaranteed_update(info, namespace, name, drop)
+        await self._after_write(info, obj)
 
     async def _finish_deletion(self, info: ResourceInfo, namespace: str | None, name: str) -> None:
         async def drop(current: Obj) -> Obj | None:
@@ -691,6 +751,14 @@ def _purgeable(info: ResourceInfo, obj: Obj) -> bool:
     if not meta.get("deletionTimestamp") or meta.get("finalizers"):
         return False
     return not (_is_namespace(info) and namespaces.deletion_held(obj))
+
+
+def _content_changed(old: Obj, new: Obj) -> bool:
+    """A custom resource's generation rule: anything outside metadata changed."""
+    strip = ("metadata", "apiVersion", "kind")
+    return {k: v for k, v in old.items() if k not in strip} != {
+        k: v for k, v in new.items() if k not in strip
+    }
 
 
 def _spec_changed(old: Obj, new: Obj) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
-from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.catalogue import ResourceInfo, json_path_values
 from kubelite.api.registry import Obj, Registry, apply_patch, clone
 
 
@@ -33,24 +33,55 @@ def selector_string(selector: Any) -> str:
     return ",".join(terms)
 
 
-def to_scale(obj: Obj) -> Obj:
+#: A built-in kind's scale paths; a custom resource's come from its CRD (ResourceInfo.scale_paths).
+BUILTIN_PATHS = (".spec.replicas", ".status.replicas", ".spec.selector")
+
+
+def _paths(info: ResourceInfo) -> tuple[str, str, str]:
+    return info.scale_paths or BUILTIN_PATHS
+
+
+def _at(obj: Obj, path: str) -> Any:
+    values = json_path_values(path, obj) if path else []
+    return values[0] if values else None
+
+
+def to_scale(obj: Obj, info: ResourceInfo) -> Obj:
     meta = obj.get("metadata", {})
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    spec_path, status_path, selector_path = _paths(info)
     keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+    replicas = _at(obj, spec_path)
+    current = _at(obj, status_path)
+    selector = _at(obj, selector_path)
+    if info.builtin:
+        replicas = 1 if replicas is None else replicas
+        selector = selector_string(selector)
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in keep if k in meta},
-        "spec": {"replicas": int(spec.get("replicas", 1))},
+        "spec": {"replicas": int(replicas or 0)},
         "status": {
-            "replicas": int(status.get("replicas", 0)),
-            "selector": selector_string(spec.get("selector")),
+            "replicas": int(current or 0),
+            "selector": selector if isinstance(selector, str) else "",
         },
     }
 
 
+def _set(obj: Obj, path: str, value: Any) -> None:
+    """Set ``.a.b.c`` in ``obj``, making the objects on the way."""
+    keys = path.lstrip(".").split(".")
+    node = obj
+    for key in keys[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    node[keys[-1]] = value
+
+
 async def get_scale(registry: Registry, info: ResourceInfo, ns: str | None, name: str) -> Obj:
-    return to_scale(await registry.get(info, ns, name))
+    return to_scale(await registry.get(info, ns, name), info)
 
 
 async def write_scale(
@@ -66,7 +97,7 @@ async def write_scale(
     """PUT (``body``) or PATCH (``patch_type``, ``patch``) the Scale; returns the new Scale."""
 
     async def apply(current: Obj) -> Obj | None:
-        scale = to_scale(current)
+        scale = to_scale(current, info)
         if body is not None:
             new = body
         else:
@@ -91,8 +122,8 @@ async def write_scale(
                 ],
             )
         original = clone(current)
-        current.setdefault("spec", {})["replicas"] = replicas
+        _set(current, _paths(info)[0], replicas)
         return registry.updated_object(info, original, current, "")
 
     obj, _ = await registry.guaranteed_update(info, ns, name, apply)
-    return to_scale(obj)
+    return to_scale(obj, info)

@@ -525,6 +525,18 @@ class WatchCacheSet:
     def __len__(self) -> int:
         return len(self._caches)
 
+    async def drop(self, info: ResourceInfo, *, after_revision: int = 0) -> None:
+        """Stop serving ``info`` (its CRD is gone): once the cache has passed ``after_revision``
+        (so watchers got the DELETED events before it), close it; its watch streams end."""
+        cache = self._caches.pop(storage_prefix(info, None) + " " + info.group_version, None)
+        if cache is None:
+            return
+        for _ in range(200):
+            if cache.revision >= after_revision or cache.closed:
+                break
+            await asyncio.sleep(0.01)
+        await cache.close()
+
     async def close(self) -> None:
         self.closed = True
         caches = list(self._caches.values())

@@ -44,6 +44,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = 3 * 1024 * 1024
+DISCARD_LIMIT = 64 * 1024 * 1024
 JSON = b"application/json"
 # Core kinds whose DELETE answers with the object rather than a Status (kube-apiserver's
 # graceful-deletion and namespace strategies).
@@ -83,11 +84,20 @@ class Request:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_BODY:
+                await self._discard(message)
                 raise errors.too_large()
             chunks.append(chunk)
             if not message.get("more_body"):
                 self.raw = b"".join(chunks)
                 return self.raw
+
+    async def _discard(self, message: dict[str, Any]) -> None:
+        """Read the rest of an oversize body (up to DISCARD_LIMIT) so the client, still sending,
+        gets the 413 instead of a reset connection."""
+        size = 0
+        while message.get("more_body") and size < DISCARD_LIMIT:
+            message = await self._receive()
+            size += len(message.get("body", b""))
 
     async def json(self) -> Any:
         content_type = self.headers.get("content-type", "").split(";")[0].strip()
@@ -297,7 +307,7 @@ class KubeliteApp:
                 patch,
                 subresource=target.subresource,
                 dry_run=_dry_run(request),
-                check=check if info.schema_ref else None,
+                check=check if info.schema_ref or info.schema else None,
             )
             headers = tuple(validation.warning_headers(validation.warnings_for(found)))
             await send_json(send, 200, obj, headers)
@@ -622,7 +632,7 @@ def _check_fields(
     info: ResourceInfo, mode: str, raw: bytes, body: dict[str, Any]
 ) -> tuple[tuple[bytes, bytes], ...]:
     """Strict decoding of a create/update body: 400 under Strict, warnings under Warn."""
-    if mode == "Ignore" or not info.schema_ref:
+    if mode == "Ignore" or not (info.schema_ref or info.schema):
         return ()
     source: bytes | dict[str, Any] = raw if validation.may_repeat_keys(raw, body) else body
     errs = validation.strict_errors(info, source)

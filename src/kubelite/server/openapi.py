@@ -204,6 +204,8 @@ def _gvk(info: ResourceInfo) -> dict[str, str]:
 
 def _custom_schema(info: ResourceInfo, source: SchemaSource | None) -> dict[str, Any]:
     schema = source(info) if source is not None else None
+    if schema is None and info.schema:
+        schema = json.loads(info.schema)
     if schema is None:
         schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {**schema, "x-kubernetes-group-version-kind": [_gvk(info)]}

@@ -17,7 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubelite.api import crds
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
+from kubelite.api.crdcontroller import CRDController
 from kubelite.api.errors import APIError
 from kubelite.api.namespaces import NamespaceLifecycle
 from kubelite.api.registry import Registry
@@ -119,10 +121,13 @@ async def serve(options: ServeOptions) -> None:
     try:
         catalogue = load_builtin_catalogue()
         registry = Registry(store)
+        caches = WatchCacheSet(store)
+        crd_controller = CRDController(registry, catalogue, caches)
+        registry.hooks[(crds.GROUP, crds.PLURAL)] = crd_controller.hooks()
+        await crd_controller.start()
         await ensure_namespaces(registry, catalogue)
         lifecycle = NamespaceLifecycle(registry, catalogue)
         lifecycle.start()
-        caches = WatchCacheSet(store)
         app = KubeliteApp(registry, catalogue, token, lifecycle, caches)
         sock = listen(options.bind_address, options.port)
         host, port = sock.getsockname()[:2]
@@ -135,6 +140,7 @@ async def serve(options: ServeOptions) -> None:
             await serve_http(app, sock, tls, on_stop=app.shutting_down.set)
         finally:
             await lifecycle.close()
+            await crd_controller.close()
             await caches.close()
     finally:
         await store.close()
