@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
+# Every test (the etcd backend's and the HA tests start their own etcd), then the API server
+# tests again with kubelite serve over etcd instead of SQLite.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests/server --storage-backend etcd
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests bench

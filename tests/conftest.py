@@ -8,6 +8,7 @@ each test under its own key prefix. The default is SQLite.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -35,3 +36,13 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
     under a key prefix of its own; nothing durable is at stake, so it skips fsync."""
     with EtcdCluster(tmp_path_factory.mktemp("etcd"), 1, fsync=False) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def storage_url(storage_backend: str, request: pytest.FixtureRequest) -> str | None:
+    """``kubelite serve --storage`` for this test: None (SQLite in the data dir), or the
+    session's etcd under a prefix of the test's own."""
+    if storage_backend == "sqlite":
+        return None
+    cluster: EtcdCluster = request.getfixturevalue("etcd")
+    return f"{cluster.url}?prefix=/api/{uuid.uuid4().hex}"

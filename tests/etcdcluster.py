@@ -152,6 +152,11 @@ class EtcdCluster:
         """``etcd://`` URL naming every member (kubelite fails over between them)."""
         return "etcd://" + ",".join(m.endpoint for m in self.members)
 
+    def url_via(self, first: EtcdMember, prefix: str) -> str:
+        """The URL with ``first`` as the member kubelite talks to until it fails."""
+        order = [first] + [m for m in self.members if m is not first]
+        return "etcd://" + ",".join(m.endpoint for m in order) + f"?prefix={prefix}"
+
     def start(self) -> EtcdCluster:
         for m in self.members:
             m.start(self.initial_cluster)

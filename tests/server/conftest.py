@@ -1,4 +1,5 @@
-"""Fixtures: a real ``kubelite serve --port 0`` per test, in a temp dir."""
+"""Fixtures: a real ``kubelite serve --port 0`` per test, in a temp dir, on the storage backend
+chosen with ``--storage-backend`` (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from harness import Server, start_server, stop_server
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data")
+def server(tmp_path: Path, storage_url: str | None) -> Iterator[Server]:
+    srv = start_server(tmp_path / "data", storage_url)
     try:
         yield srv
     finally:

@@ -74,11 +74,15 @@ class Server:
             return err.code, json.loads(err.read() or b"{}")
 
 
-def start_server(data_dir: Path) -> Server:
+def start_server(data_dir: Path, storage: str | None = None) -> Server:
+    """``storage``: a store URL for ``--storage`` (default: SQLite in ``data_dir``)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir.parent / "server.log").open("w")
+    args = ["serve", "--port", "0", "--data-dir", str(data_dir)]
+    if storage is not None:
+        args += ["--storage", storage]
     process = subprocess.Popen(
-        [sys.executable, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "kubelite", *args],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
