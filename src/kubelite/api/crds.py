@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import errors
+from kubelite.api import crschema, errors
 from kubelite.api.catalogue import STANDARD_VERBS, Catalogue, Column, ResourceInfo
 from kubelite.api.errors import Cause
 from kubelite.api.names import DNS1035_MESSAGE, SUBDOMAIN_MESSAGE, is_dns1035, is_subdomain
@@ -257,6 +257,22 @@ def _structural(path: str, node: Obj, *, root: bool = False) -> list[Cause]:
     )
     if not typed and not root:
         causes.append(_required(f"{path}.type", "must not be empty for specified fields"))
+    for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
+        text = rule.get("rule", "") if isinstance(rule, dict) else ""
+        try:
+            crschema.compile_rule(text)
+        except ValueError as exc:
+            shown = (
+                f"apiextensions.ValidationRule{{Rule:{_go(text)}, "
+                f"Message:{_go(str(rule.get('message', '')))}}}"
+            )
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {shown}: compilation failed: {exc}",
+                    f"{path}.x-kubernetes-validations[{index}].rule",
+                )
+            )
     for key, child in (node.get("properties") or {}).items():
         if isinstance(child, dict) and not (root and key == "metadata"):
             causes += _structural(f"{path}.properties[{key}]", child)

@@ -94,7 +94,7 @@ def _list_type(validator: Any, kind: Any, instance: Any, schema: Obj) -> Iterato
         return
     seen: list[Any] = []
     keys = schema.get("x-kubernetes-list-map-keys") or []
-    for item in instance:
+    for index, item in enumerate(instance):
         if kind == "set":
             marker = item
         elif kind == "map" and isinstance(item, dict):
@@ -102,7 +102,9 @@ def _list_type(validator: Any, kind: Any, instance: Any, schema: Obj) -> Iterato
         else:
             continue
         if marker in seen:
-            yield ValidationError(f"duplicate:{orjson.dumps(marker).decode()}", instance=item)
+            yield ValidationError(
+                f"duplicate:{orjson.dumps(marker).decode()}", instance=item, path=(index,)
+            )
         else:
             seen.append(marker)
 

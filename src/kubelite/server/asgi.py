@@ -166,8 +166,11 @@ class KubeliteApp:
         caches: WatchCacheSet | None = None,
     ) -> None:
         self.registry = registry
-        self.caches = caches or WatchCacheSet(registry.store)
-        self.namespaces = namespaces or NamespaceLifecycle(registry, catalogue)
+        # ``is None``: an empty WatchCacheSet is falsy (it has a length)
+        self.caches = caches if caches is not None else WatchCacheSet(registry.store)
+        self.namespaces = (
+            namespaces if namespaces is not None else NamespaceLifecycle(registry, catalogue)
+        )
         self.catalogue = catalogue
         self.token = token
         self.shutting_down = asyncio.Event()
@@ -259,6 +262,8 @@ class KubeliteApp:
         _check_verb(request, info, target)
         method, name, ns = request.method, target.name, target.namespace
         if info.namespaced and name is not None and ns is None:
+            raise errors.path_not_found()
+        if not info.namespaced and ns is not None:
             raise errors.path_not_found()
         if name is None:
             await self.collection(request, send, info, target.legacy_watch, ns)
