@@ -459,3 +459,23 @@ def test_deleting_a_crd_deletes_its_objects_ends_watches_and_allows_recreation(
         gizmos, "POST", GIZMOS, {"metadata": {"name": "a"}, "spec": {"colour": "red", "size": 1}}
     )
     assert created["spec"] == {"colour": "red"}
+
+
+def test_printer_columns_default_to_age_and_python_clients_see_new_kinds(gizmos: Server) -> None:
+    from kubernetes import client, config
+
+    ok(gizmos, "POST", GIZMOS, {"metadata": {"name": "t"}, "spec": {"size": 2}})
+    header = gizmos.kubectl("get", "gizmos").stdout.split("\n")[0].split()
+    assert header == ["NAME", "AGE"]
+    api = client.CustomObjectsApi(config.new_client_from_config(config_file=str(gizmos.kubeconfig)))
+    body = {"apiVersion": "example.org/v1", "kind": "Gizmo", "metadata": {"name": "py"}}
+    created = api.create_namespaced_custom_object(
+        "example.org", "v1", "default", "gizmos", {**body, "spec": {"size": 4}}
+    )
+    assert created["spec"] == {"size": 4, "mode": "slow"}
+    listed = api.list_namespaced_custom_object("example.org", "v1", "default", "gizmos")
+    assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["py", "t"]
+    patched = api.patch_namespaced_custom_object(
+        "example.org", "v1", "default", "gizmos", "py", {"spec": {"size": 9}}
+    )
+    assert patched["spec"]["size"] == 9

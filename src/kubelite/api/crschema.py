@@ -109,6 +109,16 @@ def _list_type(validator: Any, kind: Any, instance: Any, schema: Obj) -> Iterato
             seen.append(marker)
 
 
+def _embedded(
+    validator: Any, enabled: Any, instance: Any, schema: Obj
+) -> Iterator[ValidationError]:
+    """An embedded object (a Pod template in a CR, say) must name its apiVersion and kind."""
+    if enabled is True and isinstance(instance, dict):
+        for field in ("apiVersion", "kind"):
+            if not instance.get(field):
+                yield ValidationError(f"embedded:{field}", path=(field,))
+
+
 _FORMATS = jsonschema.FormatChecker(formats=())
 
 
@@ -148,6 +158,7 @@ _Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
         "type": _type,
         "x-kubernetes-int-or-string": _int_or_string,
         "x-kubernetes-list-type": _list_type,
+        "x-kubernetes-embedded-resource": _embedded,
     },
 )
 
@@ -243,6 +254,8 @@ def _causes(error: ValidationError) -> list[Cause]:
         return [invalid(f"{path} in body should have at least {limit} properties")]
     if keyword == "uniqueItems":
         return [Cause("FieldValueDuplicate", f"Duplicate value: {_go(value)}", path)]
+    if keyword == "x-kubernetes-embedded-resource":
+        return [Cause("FieldValueRequired", "Required value: must not be empty", path)]
     if keyword == "x-kubernetes-list-type":
         marker = orjson.loads(str(error.message).split(":", 1)[1])
         if isinstance(marker, dict):
