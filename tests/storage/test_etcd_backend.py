@@ -122,6 +122,26 @@ async def test_revisions_are_etcds_shared_by_every_prefix(etcd: EtcdCluster) -> 
         await b.close()
 
 
+async def test_concurrent_point_reads_each_get_their_own_key(url: str) -> None:
+    """Point reads issued together are batched into shared calls; each still gets its key's
+    value (or None), and sees every write acknowledged before it was issued."""
+    async with await open_store(url, OPTIONS) as store:
+        revs = await asyncio.gather(
+            *(store.create(f"/k/{i}", str(i).encode()) for i in range(0, 300, 2))
+        )
+        got = await asyncio.gather(*(store.get(f"/k/{i}") for i in range(300)))
+        for i, kv in enumerate(got):
+            if i % 2:
+                assert kv is None
+            else:
+                assert kv is not None
+                assert (kv.key, kv.value, kv.mod_revision) == (
+                    f"/k/{i}",
+                    str(i).encode(),
+                    revs[i // 2],
+                )
+
+
 # -- compaction -------------------------------------------------------------------------------
 
 ALWAYS = StoreOptions(compaction_interval_seconds=0, retention_seconds=0, min_retained_revisions=1)

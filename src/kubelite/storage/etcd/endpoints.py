@@ -176,10 +176,13 @@ class Endpoints:
         self._current = 0
         self.closed = False
 
+    async def connect(self) -> None:
+        """Make every member's channel (gRPC connects lazily, on a channel's first call)."""
+        for member in self.members:
+            await member.connect()
+
     async def current(self) -> Member:
-        member = self.members[self._current]
-        await member.connect()
-        return member
+        return self.members[self._current]
 
     def failed(self, member: Member, exc: BaseException) -> None:
         """``member`` did not answer a call: move to the next one, unless another caller

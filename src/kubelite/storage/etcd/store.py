@@ -57,6 +57,7 @@ from kubelite.storage.etcd.endpoints import (
     describe,
 )
 from kubelite.storage.etcd.keyspace import COMPACT_KEY, Keyspace
+from kubelite.storage.etcd.reads import ReadBatcher
 from kubelite.storage.etcd.watch import EtcdWatch
 from kubelite.storage.interface import KeyValue, ListResult, Store, StoreOptions, Watch
 
@@ -86,12 +87,14 @@ class EtcdStore(Store):
         self._tasks: set[asyncio.Task[None]] = set()
         self._compaction_lock = asyncio.Lock()
         self._policy = CompactionPolicy(options.retention_seconds, options.min_retained_revisions)
+        self._reads = ReadBatcher(self._range, self._read_txn)
         self._closed = False
 
     @classmethod
     async def open(cls, url: EtcdURL, options: StoreOptions | None = None) -> EtcdStore:
         self = cls(url, options or StoreOptions())
         try:
+            await self.endpoints.connect()
             await self._probe()  # fails with Unavailable when no member answers
         except BaseException:
             await self.endpoints.close()
@@ -120,6 +123,14 @@ class EtcdStore(Store):
             self._deadline(),
         )
 
+    async def _read_txn(self, request: Any, what: str) -> Any:
+        """A read-only Txn (several Ranges answered from one linearizable read)."""
+        return await self.endpoints.retrying(
+            lambda m, t: m.kv.Txn(request, timeout=t, metadata=REQUIRE_LEADER),
+            what,
+            self._deadline(),
+        )
+
     async def _read(self, request: Any, revision: int, what: str) -> Any:
         """A Range at ``revision`` (0: now), with etcd's refusals mapped to the contract."""
         if revision and revision < self.compacted:
@@ -138,8 +149,16 @@ class EtcdStore(Store):
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
         _check_key(key)
         _check_revision(revision)
-        request = rpc.RangeRequest(key=self.keys.key(key), revision=revision or 0)
-        response = await self._read(request, revision or 0, f"get {key!r}")
+        if not revision:
+            if self._closed:
+                raise Unavailable("store is closed")
+            try:
+                kv = await self._reads.get(self.keys.key(key))
+            except grpc.aio.AioRpcError as exc:
+                raise Unavailable(f"get {key!r}: etcd refused: {describe(exc)}")
+            return self.keys.kv(kv) if kv is not None else None
+        request = rpc.RangeRequest(key=self.keys.key(key), revision=revision)
+        response = await self._read(request, revision, f"get {key!r}")
         return self.keys.kv(response.kvs[0]) if response.kvs else None
 
     async def list(
@@ -429,6 +448,7 @@ class EtcdStore(Store):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for watch in list(self.watches):
             await watch.end(Unavailable("store is closed"))
+        self._reads.close()
         await self.endpoints.close()
 
 
