@@ -33,6 +33,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def listen(address: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without it, a chunked response's last small chunk waits
+    # for the client's delayed ACK (Nagle), ~40 ms on a quarter of back-to-back list requests.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((address, port))
     sock.listen(BACKLOG)
     return sock
