@@ -114,9 +114,9 @@ class CRDController:
         names = set()
         for crd in listing["items"]:
             names.add(crd["metadata"]["name"])
-            await self._sync(crd)
+            self._sync(crd)
         for gone in set(self._served) - names:
-            await self._forget(gone, int(listing["metadata"]["resourceVersion"]))
+            self._forget(gone, int(listing["metadata"]["resourceVersion"]))
         await self._advance(int(listing["metadata"]["resourceVersion"]))
 
     async def _follow(self) -> None:
@@ -127,9 +127,9 @@ class CRDController:
                     async for event in watch:
                         if event.type is EventType.DELETE:
                             name = event.kv.key.rsplit("/", 1)[-1]
-                            await self._forget(name, event.revision)
+                            self._forget(name, event.revision)
                         else:
-                            await self._sync(decode(event.kv, self.info))
+                            self._sync(decode(event.kv, self.info))
                         await self._advance(event.revision)
             except (Compacted, WatchOverflow):
                 await self._relist()
@@ -147,13 +147,13 @@ class CRDController:
 
     # -- serving and forgetting kinds -----------------------------------------------------------
 
-    async def _sync(self, crd: Obj) -> None:
+    def _sync(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
         new = crds.infos(crd)
         keys = {(i.group, i.version, i.plural) for i in new}
         for info in self._served.get(name, []):
             if (info.group, info.version, info.plural) not in keys:
-                await self._unserve(info, 0)
+                self._unserve(info, 0)
         for info in new:
             existing = self.catalogue.lookup(info.group, info.version, info.plural)
             if existing is not None and existing.builtin:
@@ -171,16 +171,16 @@ class CRDController:
         else:
             self.registry.custom.terminating.discard(kind)
 
-    async def _forget(self, name: str, revision: int) -> None:
+    def _forget(self, name: str, revision: int) -> None:
         for info in self._served.pop(name, []):
             self.registry.custom.terminating.discard((info.group, info.plural))
-            await self._unserve(info, revision)
+            self._unserve(info, revision)
 
-    async def _unserve(self, info: ResourceInfo, revision: int) -> None:
+    def _unserve(self, info: ResourceInfo, revision: int) -> None:
         current = self.catalogue.lookup(info.group, info.version, info.plural)
         if current is not None and not current.builtin:
             self.catalogue.remove(info.group, info.version, info.plural)
-        await self.caches.drop(info, after_revision=revision)
+        self.caches.drop(info, after_revision=revision)
 
     # -- deleting a CRD's objects ------------------------------------------------------------
 

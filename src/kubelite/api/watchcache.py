@@ -511,6 +511,7 @@ class WatchCacheSet:
         self.store = store
         self.options = options
         self._caches: dict[str, WatchCache] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self.closed = False
 
     def get(self, info: ResourceInfo) -> WatchCache:
@@ -525,21 +526,34 @@ class WatchCacheSet:
     def __len__(self) -> int:
         return len(self._caches)
 
-    async def drop(self, info: ResourceInfo, *, after_revision: int = 0) -> None:
-        """Stop serving ``info`` (its CRD is gone): once the cache has passed ``after_revision``
-        (so watchers got the DELETED events before it), close it; its watch streams end."""
+    def drop(self, info: ResourceInfo, *, after_revision: int = 0) -> None:
+        """Stop serving ``info`` (its CRD is gone). The cache is closed in the background once
+        it has reached ``after_revision`` or gone quiet (so its watchers get the last DELETED
+        events first); its watch streams then end."""
         cache = self._caches.pop(storage_prefix(info, None) + " " + info.group_version, None)
-        if cache is None:
-            return
-        for _ in range(200):
-            if cache.revision >= after_revision or cache.closed:
-                break
-            await asyncio.sleep(0.01)
-        await cache.close()
+        if cache is not None:
+            task = asyncio.get_running_loop().create_task(_close_when_quiet(cache, after_revision))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         self.closed = True
+        await asyncio.gather(*self._closing, return_exceptions=True)
         caches = list(self._caches.values())
         for cache in caches:
             with contextlib.suppress(Exception):
                 await cache.close()
+
+
+async def _close_when_quiet(cache: WatchCache, revision: int, quiet: float = 0.1) -> None:
+    """Close ``cache`` once it has seen ``revision``, or nothing new for ``quiet`` seconds
+    (its last events may be below ``revision``), or after 2 s."""
+    deadline = time.monotonic() + 2.0
+    seen, since = cache.revision, time.monotonic()
+    while cache.revision < revision and not cache.closed and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        if cache.revision != seen:
+            seen, since = cache.revision, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+    await cache.close()
