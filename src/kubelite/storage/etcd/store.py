@@ -9,8 +9,9 @@ issues.
 
 The Else branch returns the current value with the refusal, so a lost compare-and-swap costs no
 extra read. Revisions are etcd's own. Reads are linearizable (quorum) Range requests, at a revision
-when asked for one; ``current_revision`` is such a read too (the etcd versions here predate
-reliable watch progress requests). Several kubelite servers may share one etcd: every decision is
+when asked for one (point reads at the current revision are batched under load, see
+:mod:`.reads`); ``current_revision`` is such a read too (the etcd versions here predate reliable
+watch progress requests). Several kubelite servers may share one etcd: every decision is
 made by etcd's compare, never by local state.
 
 Writes to one key from this store are sent one after another, in the order they were issued (a
@@ -329,8 +330,8 @@ class EtcdStore(Store):
                 if failure is Failure.IN_DOUBT:
                     doubt = doubted = exc
                 if loop.time() >= deadline:
-                    if doubt is not None:
-                        raise _unknown(key, doubt, "no etcd member answered in time")
+                    if doubted is not None:  # an earlier copy may still be applied
+                        raise _unknown(key, doubted, "no etcd member answered in time")
                     raise Unavailable(f"write of {key!r} not applied: {describe(exc)}")
                 await backoff(attempt)
                 attempt += 1
