@@ -34,6 +34,7 @@ from kubelite.api.watchcache import (
 from kubelite.server import discovery, protobuf
 from kubelite.server.openapi import openapi_document
 from kubelite.server.routing import ResourcePath, parse_resource_path
+from kubelite.server.streaming import ChunkBatcher
 from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
 from kubelite.server.table import table, wants_table
 
@@ -556,45 +557,38 @@ class KubeliteApp:
         )
         as_table = wants_table(request.headers.get("accept", ""))
         include = request.query.get("includeObject", "Metadata")
-        started = False
-
-        async def start() -> None:
-            nonlocal started
-            if not started:
-                started = True
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [
-                            (b"content-type", TABLE_CONTENT_TYPE if as_table else JSON),
-                            (b"transfer-encoding", b"chunked"),
-                        ],
-                    }
-                )
-                # granian sends the head with the first body chunk: an empty one sends it now,
-                # so the client sees 200 before the first event, as from kube-apiserver.
-                await send({"type": "http.response.body", "body": b"", "more_body": True})
+        out = ChunkBatcher(send)
 
         async def pump() -> None:
             try:
                 async for event in events:
-                    await start()
                     obj = event.object
                     if as_table:
                         obj = table(info, [obj], str(event.revision), include_object=include)
-                    line = orjson.dumps({"type": event.type, "object": obj}) + b"\n"
-                    await send({"type": "http.response.body", "body": line, "more_body": True})
+                    await out.write(orjson.dumps({"type": event.type, "object": obj}) + b"\n")
             except APIError as exc:  # the stream has begun: errors travel as ERROR events
-                line = orjson.dumps({"type": "ERROR", "object": errors.status_body(exc)}) + b"\n"
-                await send({"type": "http.response.body", "body": line, "more_body": True})
+                await out.write(
+                    orjson.dumps({"type": "ERROR", "object": errors.status_body(exc)}) + b"\n"
+                )
+            await out.flush()
 
-        await asyncio.sleep(0)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", TABLE_CONTENT_TYPE if as_table else JSON),
+                    (b"transfer-encoding", b"chunked"),
+                ],
+            }
+        )
+        # granian sends the head with the first body chunk: an empty one sends it now, so the
+        # client sees 200 before the first event, as from kube-apiserver.
+        await send({"type": "http.response.body", "body": b"", "more_body": True})
         pumping = asyncio.ensure_future(pump())
         disconnected = asyncio.ensure_future(_wait_disconnect(request))
         stopping = asyncio.ensure_future(self.shutting_down.wait())
         try:
-            await start()
             done, _ = await asyncio.wait(
                 {pumping, disconnected, stopping},
                 timeout=timeout,
@@ -606,6 +600,7 @@ class KubeliteApp:
             for task in (pumping, disconnected, stopping):
                 task.cancel()
             await asyncio.gather(pumping, disconnected, stopping, return_exceptions=True)
+            await out.aclose()
             await events.aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
