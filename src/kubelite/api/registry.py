@@ -39,6 +39,7 @@ from kubelite.api.errors import APIError, Cause
 from kubelite.api.hooks import KindHooks
 from kubelite.api.merge_patch import json_merge_patch
 from kubelite.api.names import generate_name, name_errors
+from kubelite.api.recent import RecentValues
 from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
 from kubelite.storage import (
     Compacted,
@@ -218,6 +219,7 @@ class Registry:
         custom: CustomResourceHooks | None = None,
     ) -> None:
         self.store = store
+        self.recent = RecentValues()
         self.hooks: dict[tuple[str, str], KindHooks] = dict(hooks or {})
         self.custom = custom or CustomResourceHooks()
 
@@ -262,8 +264,9 @@ class Registry:
                 if await self.store.get(key) is not None:
                     raise errors.already_exists(info.plural, info.group, meta["name"])
                 return rv.stamp(obj, await self.store.current_revision() or 1)
+            data = encode(obj, info)
             try:
-                revision = await self.store.create(key, encode(obj, info))
+                revision = await self.store.create(key, data)
             except KeyExists as exc:
                 if generated:
                     continue
@@ -273,6 +276,7 @@ class Registry:
                 raise errors.already_exists(
                     info.plural, info.group, meta["name"], deleting=deleting
                 )
+            self.recent.put(KeyValue(key, data, revision, revision, 1))
             stored = rv.stamp(obj, revision)
             await self._after_write(info, stored)
             return stored
@@ -354,27 +358,46 @@ class Registry:
     ) -> tuple[Obj, bool]:
         """Apply ``fn`` to the current object and compare-and-swap the result, re-reading and
         re-applying when another writer got there first. ``fn`` returns the new object, or None
-        to delete it. Returns (object, written). Equal bytes are not written (no-op)."""
+        to delete it. Returns (object, written). Equal bytes are not written (no-op).
+
+        It starts from the value this server last wrote, when it has one (:mod:`recent`), and
+        reads the store only when it has none, when the CAS says the guess was stale, or before
+        it lets an error or a no-op computed from the guess stand."""
         key = storage_key(info, namespace, name)
-        kv = await self.store.get(key)
+        kv = self.recent.get(key)
+        guessed = kv is not None
+        if kv is None:
+            kv = await self.store.get(key)
         while True:
             if kv is None:
                 raise errors.not_found(info.plural, info.group, name)
             current = decode(kv, info)
-            new = await fn(decode(kv, info))
+            try:
+                new = await fn(decode(kv, info))
+            except APIError:
+                if not guessed:
+                    raise
+                kv, guessed = await self.store.get(key), False
+                continue
             try:
                 if new is None:
                     revision, _ = await self.store.delete(key, kv.mod_revision)
+                    self.recent.drop(key)
                     return rv.stamp(current, revision), True
                 data = encode(new, info)
                 if same_stored(data, kv.value, info):
+                    if guessed:
+                        kv, guessed = await self.store.get(key), False
+                        continue
                     return current, False
                 revision = await self.store.update(key, data, kv.mod_revision)
+                self.recent.put(KeyValue(key, data, kv.create_revision, revision, kv.version + 1))
                 return rv.stamp(new, revision), True
             except Conflict as exc:
-                kv = exc.current
+                kv, guessed = exc.current, False
             except NotFound:
-                kv = None
+                self.recent.drop(key)
+                kv, guessed = None, False
 
     async def update(
         self,

@@ -1,0 +1,102 @@
+"""guaranteed_update starts from the value this server last wrote; a stale guess (another server
+wrote since) never loses an update, never yields a false 409 or 404, never a false no-op."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
+from kubelite.api.errors import APIError
+from kubelite.api.registry import Registry
+from kubelite.storage import Store, StoreOptions, open_store
+
+NS = {"metadata": {"name": "default"}}
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[Store]:
+    s = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def cm() -> ResourceInfo:
+    info = load_builtin_catalogue().lookup("", "v1", "configmaps")
+    assert info is not None
+    return info
+
+
+async def two_servers(store: Store, cm: ResourceInfo) -> tuple[Registry, Registry]:
+    """Two registries over one store: each has its own recent values, as two kubelite servers
+    over one etcd do."""
+    a, b = Registry(store), Registry(store)
+    ns = load_builtin_catalogue().lookup("", "v1", "namespaces")
+    assert ns is not None
+    await a.create(ns, None, NS)
+    await a.create(cm, "default", {"metadata": {"name": "x"}, "data": {"n": "0"}})
+    return a, b
+
+
+def bump(field: str) -> Any:
+    async def fn(obj: dict[str, Any]) -> dict[str, Any]:
+        data = obj.setdefault("data", {})
+        data[field] = str(int(data.get(field, "0")) + 1)
+        obj["metadata"].pop("resourceVersion", None)
+        return obj
+
+    return fn
+
+
+async def test_a_stale_guess_loses_no_update(store: Store, cm: ResourceInfo) -> None:
+    a, b = await two_servers(store, cm)
+    assert a.recent.get("/registry/configmaps/default/x") is not None
+    await b.guaranteed_update(cm, "default", "x", bump("n"))  # a's guess is now stale
+    obj, written = await a.guaranteed_update(cm, "default", "x", bump("n"))
+    assert written
+    assert obj["data"]["n"] == "2"
+    assert (await b.get(cm, "default", "x"))["data"]["n"] == "2"
+
+
+async def test_a_stale_guess_gives_no_false_conflict(store: Store, cm: ResourceInfo) -> None:
+    a, b = await two_servers(store, cm)
+    fresh, _ = await b.guaranteed_update(cm, "default", "x", bump("n"))
+    body = {**fresh, "data": {"n": "10"}}  # the client read b's write and presents its RV
+    updated, _ = await a.update(cm, "default", "x", body)
+    assert updated["data"] == {"n": "10"}
+    stale = {**fresh, "data": {"n": "11"}}
+    with pytest.raises(APIError) as err:  # now it is really stale: a true 409
+        await b.update(cm, "default", "x", stale)
+    assert err.value.code == 409
+
+
+async def test_a_stale_guess_gives_no_false_no_op(store: Store, cm: ResourceInfo) -> None:
+    a, b = await two_servers(store, cm)
+    original = await a.get(cm, "default", "x")
+    await b.guaranteed_update(cm, "default", "x", bump("n"))  # n: 1 now
+
+    async def back_to_original(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["data"] = {"n": "0"}  # equal to a's (stale) guess, not to the stored value
+        obj["metadata"].pop("resourceVersion", None)
+        return obj
+
+    obj, written = await a.guaranteed_update(cm, "default", "x", back_to_original)
+    assert written
+    assert obj["metadata"]["resourceVersion"] != original["metadata"]["resourceVersion"]
+    assert (await b.get(cm, "default", "x"))["data"] == {"n": "0"}
+
+
+async def test_a_guess_for_an_object_deleted_elsewhere_gives_404(
+    store: Store, cm: ResourceInfo
+) -> None:
+    a, b = await two_servers(store, cm)
+    await b.delete(cm, "default", "x")
+    with pytest.raises(APIError) as err:
+        await a.guaranteed_update(cm, "default", "x", bump("n"))
+    assert err.value.code == 404
+    assert a.recent.get("/registry/configmaps/default/x") is None
