@@ -37,6 +37,7 @@ from kubelite.server.routing import ResourcePath, parse_resource_path
 from kubelite.server.streaming import ChunkBatcher
 from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
 from kubelite.server.table import table, wants_table
+from kubelite.storage import Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,9 @@ class KubeliteApp:
             await self.handle(request, send)
         except APIError as exc:
             await send_error(send, exc)
+        except Unavailable as exc:  # the store did not answer (etcd lost quorum, say): retry
+            log.warning("storage unavailable serving %s %s: %s", request.method, request.path, exc)
+            await send_error(send, errors.timeout(str(exc), retry_after=1))
         except Exception as exc:  # never let one request take the server down
             log.exception("internal error serving %s %s", request.method, request.path)
             await send_error(send, errors.internal(f"Internal error occurred: {exc}"))
