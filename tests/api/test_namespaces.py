@@ -30,15 +30,6 @@ def kind(catalogue: Catalogue, group: str, plural: str) -> ResourceInfo:
 
 
 @pytest.fixture
-async def store() -> AsyncIterator[Store]:
-    s = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
-    try:
-        yield s
-    finally:
-        await s.close()
-
-
-@pytest.fixture
 async def lifecycle(store: Store, catalogue: Catalogue) -> AsyncIterator[NamespaceLifecycle]:
     lc = NamespaceLifecycle(
         Registry(store), catalogue, retry_min_seconds=0.01, retry_max_seconds=0.05

@@ -3,7 +3,6 @@ wrote since) never loses an update, never yields a false 409 or 404, never a fal
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -11,18 +10,9 @@ import pytest
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.registry import Registry
-from kubelite.storage import Store, StoreOptions, open_store
+from kubelite.storage import Store
 
 NS = {"metadata": {"name": "default"}}
-
-
-@pytest.fixture
-async def store() -> AsyncIterator[Store]:
-    s = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 @pytest.fixture

@@ -36,15 +36,6 @@ def cm(infos: dict[str, ResourceInfo]) -> ResourceInfo:
 
 
 @pytest.fixture
-async def store() -> AsyncIterator[Store]:
-    s = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
-    try:
-        yield s
-    finally:
-        await s.close()
-
-
-@pytest.fixture
 async def registry(store: Store, infos: dict[str, ResourceInfo]) -> Registry:
     reg = Registry(store)
     for ns in ("default", "other"):

@@ -68,22 +68,28 @@ def _go(value: Any) -> str:
 # --- pruning and defaulting -------------------------------------------------------------------
 
 
+def _child(schema: Obj, key: str) -> Obj | None:
+    """The schema of an object's member ``key``: its property's, else additionalProperties'."""
+    properties = schema.get("properties")
+    sub = properties.get(key) if isinstance(properties, dict) else None
+    if sub is None:
+        sub = schema.get("additionalProperties")
+    return sub if isinstance(sub, dict) else None
+
+
 def _preserves(schema: Obj) -> bool:
     return schema.get("x-kubernetes-preserve-unknown-fields") is True
 
 
 def _prune(schema: Obj, node: Any, path: list[Any], pruned: list[str], root: bool) -> None:
     if isinstance(node, dict):
-        properties = schema.get("properties")
         additional = schema.get("additionalProperties")
         embedded = schema.get("x-kubernetes-embedded-resource") is True
         for key in list(node):
             child = node[key]
             if root and key in _ROOT_KEPT:
                 continue
-            sub = properties.get(key) if isinstance(properties, dict) else None
-            if sub is None and isinstance(additional, dict):
-                sub = additional
+            sub = _child(schema, key)
             if sub is None:
                 if embedded and key in _ROOT_KEPT:
                     continue
@@ -109,12 +115,9 @@ def _default(schema: Obj, node: Any) -> None:
             for key, sub in properties.items():
                 if key not in node and isinstance(sub, dict) and "default" in sub:
                     node[key] = orjson.loads(orjson.dumps(sub["default"]))
-        additional = schema.get("additionalProperties")
         for key, child in node.items():
-            sub = properties.get(key) if isinstance(properties, dict) else None
-            if sub is None and isinstance(additional, dict):
-                sub = additional
-            if isinstance(sub, dict):
+            sub = _child(schema, key)
+            if sub is not None:
                 _default(sub, child)
     elif isinstance(node, list):
         items = schema.get("items")
@@ -158,13 +161,9 @@ def _rules(
             shown = _go(new) if not isinstance(new, dict | list) else f'"{_type_name(new)}"'
             out.append(Cause("FieldValueInvalid", f"Invalid value: {shown}: {message}", where))
     if isinstance(new, dict):
-        properties = schema.get("properties")
-        additional = schema.get("additionalProperties")
         for key, child in new.items():
-            sub = properties.get(key) if isinstance(properties, dict) else None
-            if sub is None and isinstance(additional, dict):
-                sub = additional
-            if isinstance(sub, dict):
+            sub = _child(schema, key)
+            if sub is not None:
                 before_exists = has_old and isinstance(old, dict) and key in old
                 before = old.get(key) if before_exists else None
                 _rules(sub, child, before, before_exists, [*path, key], out)

@@ -185,24 +185,11 @@ def _causes(error: ValidationError) -> list[Cause]:
         return [Cause("FieldValueTooLong", f"Too long: may not be more than {limit} bytes", path)]
     if keyword == "minLength":
         return [invalid(f"{path} in body should be at least {limit} chars long")]
-    if keyword == "maxItems":
-        return [
-            Cause(
-                "FieldValueTooMany",
-                f"Too many: {len(value)}: must have at most {limit} items",
-                path,
-            )
-        ]
+    if keyword in ("maxItems", "maxProperties"):
+        message = f"Too many: {len(value)}: must have at most {limit} items"
+        return [Cause("FieldValueTooMany", message, path)]
     if keyword == "minItems":
         return [invalid(f"{path} in body should have at least {limit} items")]
-    if keyword == "maxProperties":
-        return [
-            Cause(
-                "FieldValueTooMany",
-                f"Too many: {len(value)}: must have at most {limit} items",
-                path,
-            )
-        ]
     if keyword == "minProperties":
         return [invalid(f"{path} in body should have at least {limit} properties")]
     if keyword == "uniqueItems":
