@@ -176,8 +176,8 @@ def test_malformed_and_unsupported_bodies() -> None:
         decode_request(CONFIGMAP_BODY[:30])
     with pytest.raises(ValueError, match="expected a varint"):
         decode_request(envelope(b"v1", b"ConfigMap", b"\x22\x00"))  # immutable as bytes
-    with pytest.raises(UnsupportedKind, match="TokenRequest"):
-        decode_request(envelope(b"authentication.k8s.io/v1", b"TokenRequest", b""))
+    with pytest.raises(UnsupportedKind, match="CertificateSigningRequest"):
+        decode_request(envelope(b"certificates.k8s.io/v1", b"CertificateSigningRequest", b""))
 
 
 def test_server_answers_400_for_malformed_and_415_for_unsupported_protobuf(

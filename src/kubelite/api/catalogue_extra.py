@@ -87,10 +87,10 @@ EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 
 #: Subresources kubelite serves; the others lightkube knows (pods/log, pods/binding,
-#: pods/eviction, pods/ephemeralcontainers, pods/resize, serviceaccounts/token,
-#: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
-#: served=False and are neither routed nor discovered.
-SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize"})
+#: pods/eviction, pods/ephemeralcontainers, pods/resize, certificatesigningrequests/approval)
+#: are listed in ResourceInfo.known_subresources with served=False and are neither routed nor
+#: discovered.
+SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize", "token"})
 
 #: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which
 #: is this order; apiregistration.k8s.io, served by the aggregator itself, comes first.

@@ -6,19 +6,20 @@ LocalSubjectAccessReview and SelfSubjectRulesReview. kube-apiserver answers a PO
 201 and the object it was sent, ``metadata`` reduced to ``creationTimestamp: null`` (plus the
 namespace of a local review) and ``status`` filled in.
 
-kubelite has one user, the administrator of the kubeconfig (in the ``system:masters`` group),
-and no authorizer yet: every authenticated request is allowed. The access reviews say so
+kubelite's users are the administrator of the kubeconfig (in the ``system:masters`` group) and
+service accounts holding tokens (:mod:`kubelite.api.authn`), and there is no authorizer yet:
+every authenticated request is allowed. The access reviews say so
 (``allowed: true``) for any subject, and the rules review lists ``*`` rules; when RBAC arrives,
 these answers come from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
+from kubelite.api.authn import API_AUDIENCE, User
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
 
@@ -36,35 +37,15 @@ REVIEWS = frozenset(
         (AUTHORIZATION, "selfsubjectrulesreviews"),
     }
 )
-#: The audience of tokens kube-apiserver accepts when a TokenReview names none.
-API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    groups: tuple[str, ...]
-    uid: str = ""
-
-    def info(self) -> Obj:
-        out: Obj = {"username": self.name}
-        if self.uid:
-            out["uid"] = self.uid
-        out["groups"] = list(self.groups)
-        return out
-
-
-ADMIN = User("kubelite-admin", ("system:masters", "system:authenticated"))
-
 #: A bearer token -> the user it authenticates, or None.
-TokenCheck = Callable[[str], User | None]
+TokenCheck = Callable[[str], Awaitable[User | None]]
 
 
 def is_review(info: ResourceInfo) -> bool:
     return (info.group, info.plural) in REVIEWS
 
 
-def answer(
+async def answer(
     info: ResourceInfo, namespace: str | None, body: Obj, user: User, check_token: TokenCheck
 ) -> Obj:
     """The object kube-apiserver returns for a POST of ``body``: spec as sent, status filled."""
@@ -80,7 +61,7 @@ def answer(
         return out
     out["spec"] = spec
     if info.plural == "tokenreviews":
-        out["status"] = _token_status(spec, check_token)
+        out["status"] = await _token_status(spec, check_token)
     elif info.plural == "selfsubjectrulesreviews":
         if not spec.get("namespace"):
             raise _invalid(info, "spec.namespace", '""', "must be specified")
@@ -95,9 +76,9 @@ def answer(
     return out
 
 
-def _token_status(spec: Obj, check_token: TokenCheck) -> Obj:
+async def _token_status(spec: Obj, check_token: TokenCheck) -> Obj:
     token = spec.get("token")
-    user = check_token(token) if isinstance(token, str) and token else None
+    user = await check_token(token) if isinstance(token, str) and token else None
     if user is None:
         return {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
     wanted = spec.get("audiences") or [API_AUDIENCE]

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import errors, reviews, validation
+from kubelite.api import authn, errors, reviews, validation
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
@@ -75,6 +75,7 @@ class Request:
         self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         self._receive = receive
         self.raw = b""
+        self.user = authn.ADMIN  # set by KubeliteApp.authenticate
 
     async def body(self) -> bytes:
         chunks: list[bytes] = []
@@ -175,6 +176,8 @@ class KubeliteApp:
         )
         self.catalogue = catalogue
         self.token = token
+        self._admin_header = f"Bearer {token}".encode()
+        self.service_account_tokens = authn.ServiceAccountTokens(token) if token else None
         self.shutting_down = asyncio.Event()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -215,7 +218,7 @@ class KubeliteApp:
         if path == "/version":
             await send_json(send, 200, discovery.version())
             return
-        self.authenticate(request)
+        await self.authenticate(request)
         if path == "/kubelite/v1/compact":
             await self.compact(request, send)
             return
@@ -248,18 +251,46 @@ class KubeliteApp:
         message = f"history compacted up to revision {revision}"
         await send_json(send, 200, errors.success_body(message))
 
-    def authenticate(self, request: Request) -> None:
+    async def authenticate(self, request: Request) -> None:
+        """Set ``request.user``: the admin (the kubeconfig's token) or a service account (a
+        token from serviceaccounts/<name>/token); anything else is kube-apiserver's 401."""
         if self.token is None:
             return
-        header = request.headers.get("authorization", "")
-        if not hmac.compare_digest(header.encode(), f"Bearer {self.token}".encode()):
+        header = request.headers.get("authorization", "").encode()
+        if hmac.compare_digest(header, self._admin_header):
+            return
+        user = await self.token_user(header[7:].decode()) if header[:7] == b"Bearer " else None
+        if user is None:
             raise errors.unauthorized()
+        request.user = user
 
-    def token_user(self, token: str) -> reviews.User | None:
-        """The user a bearer token authenticates (TokenReview asks): the admin's, or none."""
+    async def token_user(self, token: str) -> authn.User | None:
+        """The user a bearer token authenticates (also what a TokenReview asks), or None."""
         if self.token is not None and hmac.compare_digest(token.encode(), self.token.encode()):
-            return reviews.ADMIN
-        return None
+            return authn.ADMIN
+        claim = self.service_account_tokens.verify(token) if self.service_account_tokens else None
+        if claim is None or authn.API_AUDIENCE not in claim.audiences:
+            return None
+        try:
+            account = await self.registry.get(
+                self.catalogue_service_accounts(), claim.namespace, claim.name
+            )
+        except APIError:
+            return None
+        return claim.user() if account["metadata"].get("uid") == claim.uid else None
+
+    async def token_request(self, request: Request, send: Send, ns: str | None, name: str) -> None:
+        """``POST .../serviceaccounts/<name>/token``: a TokenRequest answered with a token."""
+        assert self.service_account_tokens is not None
+        body = await request.json_object()
+        account = await self.registry.get(self.catalogue_service_accounts(), ns, name)
+        response = authn.token_request_response(self.service_account_tokens, account, body)
+        await send_json(send, 201, response)
+
+    def catalogue_service_accounts(self) -> ResourceInfo:
+        info = self.catalogue.lookup("", "v1", "serviceaccounts")
+        assert info is not None
+        return info
 
     async def dispatch(
         self, request: Request, send: Send, info: ResourceInfo, target: ResourcePath
@@ -275,6 +306,9 @@ class KubeliteApp:
             return
         if target.subresource == "scale":
             await self.scale(request, send, info, ns, name)
+            return
+        if target.subresource == "token" and self.service_account_tokens is not None:
+            await self.token_request(request, send, ns, name)
             return
         is_namespace = info.group == "" and info.plural == "namespaces"
         if is_namespace and await self.namespace_verb(request, send, name, target.subresource):
@@ -339,7 +373,7 @@ class KubeliteApp:
                 await self.list(request, send, info, ns)
         elif method == "POST" and reviews.is_review(info):
             body = await request.json_object()
-            answer = reviews.answer(info, ns, body, reviews.ADMIN, self.token_user)
+            answer = await reviews.answer(info, ns, body, request.user, self.token_user)
             await send_json(send, 201, answer)
         elif method == "POST":
             mode = validation.directive(request.query, "create")

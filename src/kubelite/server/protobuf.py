@@ -576,6 +576,20 @@ SELF_SUBJECT_RULES_REVIEW: Message = {
     2: F("spec", {1: F("namespace", STR)}),
 }
 SELF_SUBJECT_REVIEW: Message = {1: F("metadata", OBJECT_META)}
+TOKEN_REQUEST: Message = {  # serviceaccounts/<name>/token (kubectl create token)
+    1: F("metadata", OBJECT_META),
+    2: F(
+        "spec",
+        {
+            1: F("audiences", STR, repeated=True),
+            3: F(
+                "boundObjectRef",
+                {1: F("kind", STR), 2: F("apiVersion", STR), 3: F("name", STR), 4: F("uid", STR)},
+            ),
+            4: F("expirationSeconds", INT, keep=True),
+        },
+    ),
+}
 
 KINDS: dict[tuple[str, str], Message] = {
     ("v1", "ConfigMap"): CONFIG_MAP,
@@ -599,6 +613,7 @@ KINDS: dict[tuple[str, str], Message] = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): SELF_SUBJECT_REVIEW,
+    ("authentication.k8s.io/v1", "TokenRequest"): TOKEN_REQUEST,
 }
 
 # runtime.Unknown is read directly in decode_request: typeMeta=1, raw=2, contentEncoding=3,
