@@ -11,8 +11,9 @@ import pytest
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
+from kubelite.api.listing import ListOptions
 from kubelite.api.namespaces import NamespaceLifecycle, prepare_create, prepare_update
-from kubelite.api.registry import ListOptions, Registry
+from kubelite.api.registry import Registry
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]

@@ -12,8 +12,8 @@ import pytest
 from kubelite.api import watchcache
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
-from kubelite.api.registry import Registry, WatchEvent
-from kubelite.api.watchcache import WatchCache, WatchCacheSet, validate_watch_options
+from kubelite.api.registry import Registry
+from kubelite.api.watchcache import WatchCache, WatchCacheSet, WatchEvent, validate_watch_options
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]

@@ -25,7 +25,9 @@ from kubelite.api import crds, errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.hooks import KindHooks, Obj
-from kubelite.api.registry import ListOptions, Registry, decode, now, storage_prefix
+from kubelite.api.listing import ListOptions
+from kubelite.api.registry import Registry
+from kubelite.api.stored import decode, now, storage_prefix
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.storage import Compacted, EventType, WatchOverflow
 

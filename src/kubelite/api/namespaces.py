@@ -36,7 +36,7 @@ import orjson
 
 # ``registry`` as a module, not names from it, so that registry.py may in turn do
 # ``from kubelite.api import namespaces`` and call the helpers below (no import cycle).
-from kubelite.api import errors
+from kubelite.api import errors, stored
 from kubelite.api import registry as reg
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError, Cause
@@ -164,7 +164,7 @@ class NamespaceLifecycle:
                 _check_preconditions(obj, precondition_uid, precondition_rv)
                 obj_meta = obj["metadata"]
                 if not obj_meta.get("deletionTimestamp"):
-                    obj_meta["deletionTimestamp"] = reg.now()
+                    obj_meta["deletionTimestamp"] = stored.now()
                 status = obj.get("status")
                 if not isinstance(status, dict):
                     status = obj["status"] = {}
@@ -303,7 +303,7 @@ class NamespaceLifecycle:
         start_after: str | None = None
         while True:
             page = await self.registry.store.list(
-                reg.NAMESPACE_KEY_PREFIX, None, self.page_size, start_after
+                stored.NAMESPACE_KEY_PREFIX, None, self.page_size, start_after
             )
             for kv in page.items:
                 obj: Obj = orjson.loads(kv.value)
@@ -351,7 +351,7 @@ class NamespaceLifecycle:
         out: dict[str, ResourceInfo] = {}
         for info in self.catalogue:
             if info.namespaced:
-                out.setdefault(reg.storage_prefix(info, namespace), info)
+                out.setdefault(stored.storage_prefix(info, namespace), info)
         return out
 
     async def _delete_content(self, namespace: str) -> tuple[bool, int]:

@@ -8,39 +8,40 @@ GuaranteedUpdate): read, apply a function, compare-and-swap on the revision read
 the race read again and re-apply. Only explicit resourceVersion or UID preconditions surface as
 409; internal contention never does.
 
-Storage keys: ``/registry/<plural>/<namespace>/<name>`` for the core group and
-``/registry/<group>/<plural>/<namespace>/<name>`` otherwise (cluster-scoped kinds have no
-namespace segment). Stored bodies are JSON without ``metadata.resourceVersion``; it is stamped
-from the storage revision on every read.
+Where objects live and how they are encoded: :mod:`kubelite.api.stored`; lists and continue
+tokens: :mod:`kubelite.api.listing`; patch formats: :mod:`kubelite.api.patching`.
 """
 
 from __future__ import annotations
 
-import base64
-import copy
-import functools
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import jsonpatch
-import jsonpointer
 import orjson
 
 from kubelite.api import errors, namespaces
 from kubelite.api import resourceversion as rv
-from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
-from kubelite.api.conversion import to_version
+from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.customresources import CustomResourceHooks
 from kubelite.api.defaults import apply_defaults
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.hooks import KindHooks
-from kubelite.api.merge_patch import json_merge_patch
+from kubelite.api.listing import ListOptions, ListScan
 from kubelite.api.names import generate_name, name_errors
+from kubelite.api.patching import apply_patch
 from kubelite.api.recent import RecentValues
-from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
+from kubelite.api.stored import (
+    NAMESPACE_KEY_PREFIX,
+    Obj,
+    clone,
+    decode,
+    encode,
+    meta_of,
+    now,
+    same_stored,
+    storage_key,
+)
 from kubelite.storage import (
     Compacted,
     Conflict,
@@ -51,161 +52,9 @@ from kubelite.storage import (
     Store,
 )
 
-Obj = dict[str, Any]
 UpdateFn = Callable[[Obj], Awaitable[Obj | None]]
 
 GENERATE_NAME_ATTEMPTS = 8
-NAMESPACE_KEY_PREFIX = "/registry/namespaces/"
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def storage_prefix(info: ResourceInfo, namespace: str | None) -> str:
-    group = info.key_group
-    base = f"/registry/{group}/{info.plural}/" if group else f"/registry/{info.plural}/"
-    if info.namespaced and namespace:
-        return f"{base}{namespace}/"
-    return base
-
-
-def storage_key(info: ResourceInfo, namespace: str | None, name: str) -> str:
-    return storage_prefix(info, namespace) + name
-
-
-def clone(obj: Obj) -> Obj:
-    """A deep copy of a JSON object: through orjson, several times faster than copy.deepcopy."""
-    copied: Obj = orjson.loads(orjson.dumps(obj))
-    return copied
-
-
-def encode(obj: Obj, info: ResourceInfo) -> bytes:
-    """The stored bytes of ``obj``: at the kind's storage version, without resourceVersion."""
-    body = (
-        to_version(obj, info.storage_api_version, builtin=info.builtin)
-        if info.storage_version
-        else copy.copy(obj)
-    )
-    body["metadata"] = dict(body.get("metadata") or {})
-    body["metadata"].pop("resourceVersion", None)
-    return orjson.dumps(body)
-
-
-def from_storage(value: bytes, info: ResourceInfo) -> Obj:
-    """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
-    obj: Obj = orjson.loads(value)
-    if not info.storage_version:
-        return obj
-    return to_version(obj, info.group_version, builtin=info.builtin)
-
-
-def decode(kv: KeyValue, info: ResourceInfo) -> Obj:
-    return rv.stamp(from_storage(kv.value, info), kv.mod_revision)
-
-
-def same_stored(a: bytes, b: bytes, info: ResourceInfo) -> bool:
-    """Whether two stored values hold the same object. Bytes compare for a kind stored at its
-    own version; a converted one may come back with its keys in another order."""
-    return a == b or (bool(info.storage_version) and orjson.loads(a) == orjson.loads(b))
-
-
-def meta_of(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    if meta is None:
-        meta = obj["metadata"] = {}
-    if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be an object")
-    return meta
-
-
-@dataclass(frozen=True, slots=True)
-class ListOptions:
-    label_selector: Callable[[Obj], bool] | None = None
-    limit: int = 0
-    continue_token: str = ""
-    resource_version: str | None = None
-    resource_version_match: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    type: str  # ADDED, MODIFIED, DELETED
-    object: Obj
-    revision: int
-
-
-class ListScan:
-    """One list request, read page by page from one storage snapshot, so that a large list
-    can be sent as it is read instead of held whole. ``metadata`` (resourceVersion, continue) is
-    complete once :meth:`pages` is exhausted."""
-
-    PAGE = 500
-
-    def __init__(
-        self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
-    ) -> None:
-        self.store = store
-        self.info = info
-        self.opts = opts
-        self.prefix = storage_prefix(info, namespace)
-        self.revision: int | None = None
-        self.start_after: str | None = None
-        self.metadata: dict[str, Any] = {}
-        if opts.continue_token:
-            if opts.resource_version not in (None, "", "0"):
-                raise errors.bad_request(
-                    "specifying resource version is not allowed when using continue"
-                )
-            self.revision, self.start_after = _decode_continue(opts.continue_token, self.prefix)
-        else:
-            requested = parse_rv_query(opts.resource_version)
-            exact = opts.resource_version_match == "Exact" or (
-                requested and opts.limit and opts.resource_version_match != "NotOlderThan"
-            )
-            if requested and exact:
-                self.revision = requested
-        self.limit = opts.limit if opts.limit > 0 else None
-        if opts.resource_version == "0" and not opts.continue_token:
-            self.limit = None  # kube-apiserver serves RV=0 from its cache, ignoring limit
-
-    async def pages(self) -> AsyncGenerator[list[Obj], None]:
-        """Pages of matching objects; raises APIError 410/504 for compacted or future RVs."""
-        opts, limit, sent = self.opts, self.limit, 0
-        try:
-            while True:
-                # With a selector a page may match fewer than asked: ask only for what is left,
-                # so a list never holds more than ``limit`` items (kube may return fewer).
-                page = self.PAGE if limit is None else min(self.PAGE, limit - sent)
-                result = await self.store.list(self.prefix, self.revision, page, self.start_after)
-                self.revision = result.revision
-                matched = [decode(kv, self.info) for kv in result.items]
-                if opts.label_selector is not None:
-                    matched = [obj for obj in matched if opts.label_selector(obj)]
-                sent += len(matched)
-                if result.items:
-                    self.start_after = result.items[-1].key
-                more = result.more
-                if matched:
-                    yield matched
-                if not more or (limit is not None and sent >= limit):
-                    break
-        except Compacted:
-            if opts.continue_token:
-                raise errors.expired(CONTINUE_EXPIRED)
-            raise errors.expired("The resourceVersion for the provided list is too old.")
-        except FutureRevision as exc:
-            raise errors.timeout(
-                f"Too large resource version: {exc.requested_revision}, "
-                f"current: {exc.current_revision}",
-                [Cause("ResourceVersionTooLarge", "Too large resource version")],
-                retry_after=1,
-            )
-        assert self.revision is not None
-        self.metadata = {"resourceVersion": str(self.revision)}
-        if limit is not None and more:
-            last_key = self.start_after or self.prefix
-            self.metadata["continue"] = _encode_continue(self.revision, last_key, self.prefix)
 
 
 class Registry:
@@ -643,86 +492,6 @@ class Registry:
             raise errors.bad_request(
                 f"revision {revision} is in the future (current revision {exc.current_revision})"
             )
-
-
-def apply_patch(
-    info: ResourceInfo, current: Obj, patch_type: str, patch: Any, *, schema: bool = True
-) -> Any:
-    """``current`` patched by one of the three patch formats (never mutates ``current``).
-    ``schema=False`` applies a strategic merge patch without the kind's field rules (views such
-    as Scale, whose schema is not the kind's)."""
-    if patch_type == "application/json-patch+json":
-        if not isinstance(patch, list):
-            raise errors.bad_request("json patch must be a list of operations")
-        if len(patch) > 10000:
-            raise errors.too_large(
-                "The allowed maximum operations in a JSON patch is 10000, got " + str(len(patch))
-            )
-        try:
-            return jsonpatch.apply_patch(current, patch)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError):
-            raise APIError(
-                422, "Invalid", "the server rejected our request due to an error in our request", {}
-            )
-    if patch_type == "application/merge-patch+json":
-        return json_merge_patch(current, patch)
-    if schema and not info.strategic_merge:
-        raise errors.unsupported_media_type(
-            [
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/apply-patch+yaml",
-            ]
-        )
-    if not isinstance(patch, dict):
-        raise errors.bad_request("a strategic merge patch must be a JSON object")
-    try:
-        return strategic_merge(current, patch, _patch_schema(info.schema_ref) if schema else None)
-    except StrategicMergeError as exc:
-        if exc.code == 422:
-            raise APIError(422, "Invalid", str(exc), {})
-        raise errors.bad_request(str(exc))
-
-
-@functools.cache
-def _patch_schema(name: str) -> Schema:
-    return Schema.from_definitions(load_schema_definitions(), name)
-
-
-CONTINUE_EXPIRED = (
-    "The provided continue parameter is too old to display a consistent list result. You can "
-    "start a new list without the continue parameter, or use the continue token in this "
-    "response to retrieve the remainder of the results. Continuing with the provided token "
-    "results in an inconsistent list - objects that were created, modified, or deleted between "
-    "the time the first chunk was returned and now may show up in the list."
-)
-
-
-def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
-    token = {"v": "meta.k8s.io/v1", "rv": revision, "start": last_key[len(prefix) :] + "\x00"}
-    return base64.urlsafe_b64encode(orjson.dumps(token)).decode().rstrip("=")
-
-
-def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        revision, start = int(data["rv"]), str(data["start"])
-        if data.get("v") != "meta.k8s.io/v1" or not start.endswith("\x00") or revision < 1:
-            raise ValueError
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise errors.bad_request(
-            "invalid continue token: continue key is not valid: the continue token is invalid"
-        )
-    return revision, prefix + start[:-1]
-
-
-def parse_rv_query(value: str | None) -> int:
-    """A ``resourceVersion`` query parameter; 400 with kube-apiserver's text if malformed."""
-    try:
-        return rv.parse(value)
-    except rv.BadResourceVersion:
-        raise errors.bad_request(f"invalid resource version: {value}")
 
 
 def _check_type_meta(info: ResourceInfo, obj: Obj) -> None:

@@ -12,7 +12,9 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo, json_path_values
-from kubelite.api.registry import Obj, Registry, apply_patch, clone
+from kubelite.api.patching import apply_patch
+from kubelite.api.registry import Registry
+from kubelite.api.stored import Obj, clone
 
 
 def selector_string(selector: Any) -> str:

@@ -49,13 +49,14 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
-from kubelite.api.registry import WatchEvent, decode, from_storage, storage_prefix
+from kubelite.api.stored import decode, from_storage, storage_prefix
 from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
 from kubelite.storage.interface import Event, Watch
 
@@ -147,6 +148,13 @@ def parse_send_initial_events(value: str | None) -> bool | None:
     if value in ("0", "f", "F", "false", "FALSE", "False"):
         return False
     raise errors.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED
+    object: Obj
+    revision: int
 
 
 class _Entry:

@@ -22,8 +22,9 @@ from kubelite.api import authn, errors, reviews, validation
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
+from kubelite.api.listing import ListOptions, ListScan, parse_rv_query
 from kubelite.api.namespaces import NamespaceLifecycle
-from kubelite.api.registry import ListOptions, ListScan, Registry, parse_rv_query
+from kubelite.api.registry import Registry
 from kubelite.api.scale import get_scale, write_scale
 from kubelite.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from kubelite.api.watchcache import (

@@ -1,0 +1,87 @@
+"""Stored objects: where an object lives in the store and the bytes it is kept as.
+
+Storage keys: ``/registry/<plural>/<namespace>/<name>`` for the core group and
+``/registry/<group>/<plural>/<namespace>/<name>`` otherwise (cluster-scoped kinds have no
+namespace segment); a kind served at several versions uses its storage group's keys
+(ResourceInfo.key_group). Stored bodies are JSON at the kind's storage version, without
+``metadata.resourceVersion``; it is stamped from the storage revision on every read.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from kubelite.api import errors
+from kubelite.api import resourceversion as rv
+from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.conversion import to_version
+from kubelite.storage import KeyValue
+
+Obj = dict[str, Any]
+
+NAMESPACE_KEY_PREFIX = "/registry/namespaces/"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def storage_prefix(info: ResourceInfo, namespace: str | None) -> str:
+    group = info.key_group
+    base = f"/registry/{group}/{info.plural}/" if group else f"/registry/{info.plural}/"
+    if info.namespaced and namespace:
+        return f"{base}{namespace}/"
+    return base
+
+
+def storage_key(info: ResourceInfo, namespace: str | None, name: str) -> str:
+    return storage_prefix(info, namespace) + name
+
+
+def clone(obj: Obj) -> Obj:
+    """A deep copy of a JSON object: through orjson, several times faster than copy.deepcopy."""
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
+def encode(obj: Obj, info: ResourceInfo) -> bytes:
+    """The stored bytes of ``obj``: at the kind's storage version, without resourceVersion."""
+    body = (
+        to_version(obj, info.storage_api_version, builtin=info.builtin)
+        if info.storage_version
+        else copy.copy(obj)
+    )
+    body["metadata"] = dict(body.get("metadata") or {})
+    body["metadata"].pop("resourceVersion", None)
+    return orjson.dumps(body)
+
+
+def from_storage(value: bytes, info: ResourceInfo) -> Obj:
+    """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
+    obj: Obj = orjson.loads(value)
+    if not info.storage_version:
+        return obj
+    return to_version(obj, info.group_version, builtin=info.builtin)
+
+
+def decode(kv: KeyValue, info: ResourceInfo) -> Obj:
+    return rv.stamp(from_storage(kv.value, info), kv.mod_revision)
+
+
+def same_stored(a: bytes, b: bytes, info: ResourceInfo) -> bool:
+    """Whether two stored values hold the same object. Bytes compare for a kind stored at its
+    own version; a converted one may come back with its keys in another order."""
+    return a == b or (bool(info.storage_version) and orjson.loads(a) == orjson.loads(b))
+
+
+def meta_of(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    return meta
