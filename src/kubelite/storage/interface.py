@@ -184,3 +184,21 @@ class Store(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+# -- argument checks every backend makes (programming errors, not storage errors) -------------
+
+
+def check_key(key: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key must be a non-empty str, not {key!r}")
+
+
+def check_value(value: bytes) -> None:
+    if not isinstance(value, bytes):
+        raise TypeError(f"value must be bytes, not {type(value).__name__}")
+
+
+def check_revision(revision: int | None) -> None:
+    if revision is not None and revision < 0:
+        raise ValueError(f"revision must not be negative, not {revision}")

@@ -60,7 +60,16 @@ from kubelite.storage.etcd.endpoints import (
 from kubelite.storage.etcd.keyspace import COMPACT_KEY, Keyspace
 from kubelite.storage.etcd.reads import ReadBatcher
 from kubelite.storage.etcd.watch import EtcdWatch
-from kubelite.storage.interface import KeyValue, ListResult, Store, StoreOptions, Watch
+from kubelite.storage.interface import (
+    KeyValue,
+    ListResult,
+    Store,
+    StoreOptions,
+    Watch,
+    check_key,
+    check_revision,
+    check_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +157,8 @@ class EtcdStore(Store):
             raise Unavailable(f"{what}: etcd refused: {describe(exc)}")
 
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
-        _check_key(key)
-        _check_revision(revision)
+        check_key(key)
+        check_revision(revision)
         if not revision:
             if self._closed:
                 raise Unavailable("store is closed")
@@ -169,7 +178,7 @@ class EtcdStore(Store):
         limit: int | None = None,
         start_after: str | None = None,
     ) -> ListResult:
-        _check_revision(revision)
+        check_revision(revision)
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be positive, not {limit}")
         start, end = self.keys.range(prefix, start_after)
@@ -204,8 +213,8 @@ class EtcdStore(Store):
     # -- writes --------------------------------------------------------------------------------
 
     async def create(self, key: str, value: bytes) -> int:
-        _check_key(key)
-        _check_value(value)
+        check_key(key)
+        check_value(value)
         k = self.keys.key(key)
         put = rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=value))
         response = await self._ordered(k, lambda: self._cas(k, 0, put))
@@ -214,8 +223,8 @@ class EtcdStore(Store):
         raise KeyExists(key, self.keys.kv(response.responses[0].response_range.kvs[0]))
 
     async def update(self, key: str, value: bytes, expected_mod_revision: int) -> int:
-        _check_key(key)
-        _check_value(value)
+        check_key(key)
+        check_value(value)
         expected = expected_mod_revision
         if expected < 1:  # mod_revision 0 would match an absent key and create it
             raise await self._refusal(key, expected)
@@ -229,7 +238,7 @@ class EtcdStore(Store):
     async def delete(
         self, key: str, expected_mod_revision: int | None = None
     ) -> tuple[int, KeyValue]:
-        _check_key(key)
+        check_key(key)
         expected = expected_mod_revision
         if expected is not None and expected < 1:
             raise await self._refusal(key, expected)
@@ -458,21 +467,6 @@ def _unknown(key: bytes, doubt: BaseException, why: str) -> Unavailable:
         f"write of {key.decode(errors='replace')!r}: outcome unknown ({describe(doubt)}; {why}); "
         "it may or may not have been applied: read the key again"
     )
-
-
-def _check_key(key: str) -> None:
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"key must be a non-empty str, not {key!r}")
-
-
-def _check_value(value: bytes) -> None:
-    if not isinstance(value, bytes):
-        raise TypeError(f"value must be bytes, not {type(value).__name__}")
-
-
-def _check_revision(revision: int | None) -> None:
-    if revision is not None and revision < 0:
-        raise ValueError(f"revision must not be negative, not {revision}")
 
 
 __all__ = ["EtcdStore"]

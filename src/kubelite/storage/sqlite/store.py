@@ -28,6 +28,9 @@ from kubelite.storage.interface import (
     Store,
     StoreOptions,
     Watch,
+    check_key,
+    check_revision,
+    check_value,
 )
 from kubelite.storage.sqlite.connection import Synchronous
 from kubelite.storage.sqlite.reader import Reader
@@ -126,8 +129,8 @@ class SqliteStore(Store):
         """A point read is one indexed lookup (tens of microseconds), cheaper than the hop to a
         reader thread and back, so it runs on the loop thread's own WAL connection: it still
         never waits for the writer."""
-        _check_key(key)
-        _check_revision(revision)
+        check_key(key)
+        check_revision(revision)
         if self._closed:
             raise Unavailable("store is closed")
         return self._reader.get(key, revision)
@@ -139,25 +142,25 @@ class SqliteStore(Store):
         limit: int | None = None,
         start_after: str | None = None,
     ) -> ListResult:
-        _check_revision(revision)
+        check_revision(revision)
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be positive, not {limit}")
         return await self._read(self._reader.list_range, prefix, revision, limit, start_after)
 
     async def create(self, key: str, value: bytes) -> int:
-        _check_key(key)
-        _check_value(value)
+        check_key(key)
+        check_value(value)
         return cast(int, await self._write(OpKind.CREATE, key, value))
 
     async def update(self, key: str, value: bytes, expected_mod_revision: int) -> int:
-        _check_key(key)
-        _check_value(value)
+        check_key(key)
+        check_value(value)
         return cast(int, await self._write(OpKind.UPDATE, key, value, expected_mod_revision))
 
     async def delete(
         self, key: str, expected_mod_revision: int | None = None
     ) -> tuple[int, KeyValue]:
-        _check_key(key)
+        check_key(key)
         result = await self._write(OpKind.DELETE, key, expected=expected_mod_revision)
         return cast(tuple[int, KeyValue], result)
 
@@ -219,21 +222,6 @@ class SqliteStore(Store):
 
 def _make_parent_dir(path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-
-
-def _check_key(key: str) -> None:
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"key must be a non-empty str, not {key!r}")
-
-
-def _check_value(value: bytes) -> None:
-    if not isinstance(value, bytes):
-        raise TypeError(f"value must be bytes, not {type(value).__name__}")
-
-
-def _check_revision(revision: int | None) -> None:
-    if revision is not None and revision < 0:
-        raise ValueError(f"revision must not be negative, not {revision}")
 
 
 __all__ = ["SqliteStore"]
