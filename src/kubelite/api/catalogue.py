@@ -66,12 +66,14 @@ __all__ = [
     "build_builtin_catalogue",
     "cache_key",
     "cache_path",
+    "custom_schema",
     "default_cache_dir",
     "definition_name",
     "human_duration",
     "json_path_values",
     "load_builtin_catalogue",
     "load_schema_definitions",
+    "parse_schema",
     "render_cell",
     "resolve_ref",
     "schema_for",
@@ -544,6 +546,19 @@ def resolve_ref(ref: str, strict: bool = False) -> dict[str, Any]:
     definition = _load_definitions(bool(strict))[ref[len(prefix) :]]
     assert isinstance(definition, dict)
     return definition
+
+
+def custom_schema(info: ResourceInfo) -> dict[str, Any] | None:
+    """A custom resource version's ``openAPIV3Schema`` (ResourceInfo.schema), parsed once per
+    distinct text; shared, never mutate it. None for a kind without one."""
+    return parse_schema(info.schema) if info.schema else None
+
+
+@functools.lru_cache(maxsize=256)
+def parse_schema(text: str) -> dict[str, Any]:
+    """A schema from its JSON text (ResourceInfo.schema), parsed once; shared, never mutate it."""
+    parsed: dict[str, Any] = json.loads(text)
+    return parsed
 
 
 def schema_for(info: ResourceInfo, strict: bool = False) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from kubelite.api.catalogue import parse_schema
 from kubelite.api.errors import Cause
 
 Obj = dict[str, Any]
@@ -220,5 +221,4 @@ class CompiledSchema:
 @functools.lru_cache(maxsize=256)
 def compiled(schema_json: str) -> CompiledSchema:
     """The compiled form of a schema (JSON text, as ResourceInfo.schema holds it)."""
-    schema = orjson.loads(schema_json) if schema_json else {}
-    return CompiledSchema(schema)
+    return CompiledSchema(parse_schema(schema_json) if schema_json else {})

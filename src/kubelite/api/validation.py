@@ -33,13 +33,12 @@ What the handlers do with them (staging/src/k8s.io/apiserver/pkg/endpoints/handl
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
+from kubelite.api.catalogue import ResourceInfo, custom_schema, load_schema_definitions
 from kubelite.api.errors import APIError, Cause
 
 __all__ = [
@@ -225,8 +224,8 @@ _OPEN_KIND: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-f
 
 
 def _kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str, Any]:
-    if schema is None and info.schema:
-        schema = _custom_schema(info.schema)
+    if schema is None:
+        schema = custom_schema(info)
     if schema is None and info.schema_ref:
         found = load_schema_definitions().get(info.schema_ref)
         schema = found if isinstance(found, dict) else None
@@ -238,13 +237,6 @@ def _kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str,
     properties.setdefault("apiVersion", {"type": "string"})
     properties.setdefault("kind", {"type": "string"})
     return {**schema, "properties": properties}
-
-
-@functools.lru_cache(maxsize=256)
-def _custom_schema(text: str) -> dict[str, Any]:
-    """A custom resource's schema (ResourceInfo.schema), parsed once; shared, never mutated."""
-    parsed: dict[str, Any] = json.loads(text)
-    return parsed
 
 
 def _find(

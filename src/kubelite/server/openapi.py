@@ -33,7 +33,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kubelite.api.catalogue import Catalogue, ResourceInfo, load_schema_definitions
+from kubelite.api.catalogue import (
+    Catalogue,
+    ResourceInfo,
+    custom_schema,
+    load_schema_definitions,
+)
 
 __all__ = [
     "ROOT_PATH",
@@ -204,8 +209,8 @@ def _gvk(info: ResourceInfo) -> dict[str, str]:
 
 def _custom_schema(info: ResourceInfo, source: SchemaSource | None) -> dict[str, Any]:
     schema = source(info) if source is not None else None
-    if schema is None and info.schema:
-        schema = json.loads(info.schema)
+    if schema is None:
+        schema = custom_schema(info)
     if schema is None:
         schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {**schema, "x-kubernetes-group-version-kind": [_gvk(info)]}
