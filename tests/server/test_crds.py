@@ -479,3 +479,22 @@ def test_printer_columns_default_to_age_and_python_clients_see_new_kinds(gizmos:
         "example.org", "v1", "default", "gizmos", "py", {"spec": {"size": 9}}
     )
     assert patched["spec"]["size"] == 9
+
+
+def test_objects_stored_before_the_storage_version_moved_read_at_any_version(
+    server: Server,
+) -> None:
+    crd = gizmo_crd()
+    v1 = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [v1, {**copy.deepcopy(v1), "name": "v2", "storage": False}]
+    ok(server, "POST", CRDS, crd)
+    ok(server, "POST", GIZMOS, {"metadata": {"name": "old"}, "spec": {"size": 1}})  # stored as v1
+    crd = ok(server, "GET", CRDS + "/gizmos.example.org")
+    crd["spec"]["versions"][0]["storage"] = False
+    crd["spec"]["versions"][1]["storage"] = True
+    moved = ok(server, "PUT", CRDS + "/gizmos.example.org", crd)
+    assert moved["status"]["storedVersions"] == ["v1", "v2"]
+    v2 = "/apis/example.org/v2/namespaces/default/gizmos"
+    assert ok(server, "GET", v2 + "/old")["apiVersion"] == "example.org/v2"
+    assert [i["apiVersion"] for i in ok(server, "GET", v2)["items"]] == ["example.org/v2"]
+    assert ok(server, "GET", GIZMOS + "/old")["apiVersion"] == "example.org/v1"

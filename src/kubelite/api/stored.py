@@ -63,8 +63,10 @@ def encode(obj: Obj, info: ResourceInfo) -> bytes:
 def from_storage(value: bytes, info: ResourceInfo) -> Obj:
     """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
     obj: Obj = orjson.loads(value)
-    if not info.storage_version:
+    if info.builtin and not info.storage_version:
         return obj
+    # A custom resource is checked whatever the storage version is now: objects written before
+    # a CRD moved its storage version stay at the old one until they are written again.
     return to_version(obj, info.group_version, builtin=info.builtin)
 
 
