@@ -523,7 +523,7 @@ class WatchCacheSet:
         self.closed = False
 
     def get(self, info: ResourceInfo) -> WatchCache:
-        key = storage_prefix(info, None) + " " + info.group_version
+        key = _cache_key(info)
         cache = self._caches.get(key)
         if cache is None or (cache.closed and not self.closed):
             cache = self._caches[key] = WatchCache(self.store, info, **self.options)
@@ -538,7 +538,7 @@ class WatchCacheSet:
         """Stop serving ``info`` (its CRD is gone). The cache is closed in the background once
         it has reached ``after_revision`` or gone quiet (so its watchers get the last DELETED
         events first); its watch streams then end."""
-        cache = self._caches.pop(storage_prefix(info, None) + " " + info.group_version, None)
+        cache = self._caches.pop(_cache_key(info), None)
         if cache is not None:
             task = asyncio.get_running_loop().create_task(_close_when_quiet(cache, after_revision))
             self._closing.add(task)
@@ -551,6 +551,11 @@ class WatchCacheSet:
         for cache in caches:
             with contextlib.suppress(Exception):
                 await cache.close()
+
+
+def _cache_key(info: ResourceInfo) -> str:
+    """One cache per storage prefix and served version."""
+    return storage_prefix(info, None) + " " + info.group_version
 
 
 async def _close_when_quiet(cache: WatchCache, revision: int, quiet: float = 0.1) -> None:
