@@ -27,7 +27,9 @@ class Cause:
 
 
 class APIError(Exception):
-    """A failure with a Kubernetes ``Status``. ``details`` holds name/group/kind/uid/causes."""
+    """A failure with a Kubernetes ``Status``. ``details`` holds name/group/kind/uid/causes;
+    ``metadata`` is the Status's ListMeta (an expired continue token's 410 carries a fresh
+    ``continue`` token there), ``{}`` when not given."""
 
     def __init__(
         self,
@@ -37,6 +39,7 @@ class APIError(Exception):
         details: dict[str, Any] | None = None,
         *,
         retry_after: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -44,6 +47,7 @@ class APIError(Exception):
         self.message = message
         self.details = details
         self.retry_after = retry_after
+        self.metadata = metadata
 
 
 def _details(
@@ -101,14 +105,15 @@ def conflict(resource: str, group: str, name: str, why: str = MODIFIED) -> APIEr
 
 
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> APIError:
-    """422 Invalid: ``<Kind[.group]> "<name>" is invalid: <field>: <message>[, ...]``."""
+    """422 Invalid: ``<Kind[.group]> "<name>" is invalid: <field>: <message>[, ...]``. An empty
+    name is left out of ``details`` (kube's ``omitempty``): ``ListOptions.meta.k8s.io ""``."""
     texts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
     joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return APIError(
         422,
         "Invalid",
         f'{qualified(kind, group)} "{name}" is invalid: {joined}',
-        _details(name, group, kind, causes),
+        _details(name or None, group, kind, causes),
     )
 
 
@@ -127,8 +132,8 @@ def bad_request(message: str) -> APIError:
     return APIError(400, "BadRequest", message)
 
 
-def expired(message: str) -> APIError:
-    return APIError(410, "Expired", message)
+def expired(message: str, metadata: dict[str, Any] | None = None) -> APIError:
+    return APIError(410, "Expired", message, metadata=metadata)
 
 
 def unsupported_media_type(accepted: list[str]) -> APIError:
@@ -188,7 +193,7 @@ def status_body(error: APIError) -> dict[str, Any]:
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
-        "metadata": {},
+        "metadata": error.metadata or {},
         "status": "Failure",
         "message": error.message,
     }

@@ -3,6 +3,7 @@ tokens that resume it (kube-apiserver's format: base64 JSON with the revision an
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
@@ -13,53 +14,171 @@ import orjson
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import Cause
+from kubelite.api.errors import APIError, Cause
 from kubelite.api.stored import Obj, decode, storage_prefix
-from kubelite.storage import Compacted, FutureRevision, Store
+from kubelite.storage import Compacted, FutureRevision, ListResult, Store
 
 
 @dataclass(frozen=True, slots=True)
 class ListOptions:
+    """A list request's query parameters. ``label_selector`` matches the label and the field
+    selector together; None when the request has neither (a list "without selectors", the only
+    kind whose pages report ``remainingItemCount``). ``send_initial_events`` is None when absent:
+    any value is refused on a list."""
+
     label_selector: Callable[[Obj], bool] | None = None
     limit: int = 0
     continue_token: str = ""
     resource_version: str | None = None
     resource_version_match: str = ""
+    send_initial_events: bool | None = None
+
+
+# The resourceVersionMatch values a list accepts, in the order kube-apiserver names them.
+RESOURCE_VERSION_MATCHES = ("Exact", "NotOlderThan", "")
+# How long a list or get with resourceVersion=N waits for the store to reach N (kube's cacher).
+WAIT_FOR_REVISION_SECONDS = 3.0
+
+
+def validate_list_options(opts: ListOptions) -> None:
+    """apimachinery's ValidateListOptions for a list (a watch has its own rules): the 422
+    ``ListOptions.meta.k8s.io "" is invalid: ...`` for parameters that contradict each other.
+    :class:`ListScan` calls it before anything is read, so every list path refuses them alike."""
+    causes = _list_option_problems(opts)
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
+
+
+def _list_option_problems(opts: ListOptions) -> list[Cause]:
+    """Every problem, in kube-apiserver's order (its message lists them all)."""
+    causes: list[Cause] = []
+    match = opts.resource_version_match
+    if match:
+        if not opts.resource_version:
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        if opts.continue_token:
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+        if match not in RESOURCE_VERSION_MATCHES:
+            supported = ", ".join(_quote(value) for value in RESOURCE_VERSION_MATCHES)
+            causes.append(
+                Cause(
+                    "FieldValueNotSupported",
+                    f"Unsupported value: {_quote(match)}: supported values: {supported}",
+                    "resourceVersionMatch",
+                )
+            )
+        if match == "Exact" and opts.resource_version == "0":
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+    if opts.send_initial_events is not None:
+        causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    return causes
+
+
+def _forbidden(field: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", field)
+
+
+def _quote(value: str) -> str:
+    """A string value as Go's ``%q`` shows it (JSON's quoting agrees for the usual values)."""
+    return orjson.dumps(value).decode()
+
+
+def too_large_resource_version(requested: int, current: int) -> APIError:
+    """The 504 for a resourceVersion the store has not reached; its cause and Retry-After make
+    client-go retry, and reflectors relist from the latest revision."""
+    return errors.timeout(
+        f"Too large resource version: {requested}, current: {current}",
+        [Cause("ResourceVersionTooLarge", "Too large resource version")],
+        retry_after=1,
+    )
+
+
+async def wait_for_revision(store: Store, revision: int, seconds: float | None = None) -> None:
+    """Return once the store has reached ``revision``, else raise the 504
+    :func:`too_large_resource_version` after ``seconds`` (default
+    ``WAIT_FOR_REVISION_SECONDS``, read at each call so tests can shorten it). Not
+    ``asyncio.timeout``: the 504 names the last revision seen.
+
+    A client may hold a revision this server has not seen yet (another server over the same etcd
+    wrote it); kube-apiserver's cache then waits rather than answer older data or fail at once.
+    Polls :meth:`Store.current_revision` from every few milliseconds up to every quarter second,
+    so a revision that is nearly there costs little delay and a missing one little load."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (WAIT_FOR_REVISION_SECONDS if seconds is None else seconds)
+    delay = 0.005
+    while (current := await store.current_revision()) < revision:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise too_large_resource_version(revision, current)
+        await asyncio.sleep(min(delay, left))
+        delay = min(delay * 2, 0.25)
 
 
 class ListScan:
     """One list request, read page by page from one storage snapshot, so that a large list
-    can be sent as it is read instead of held whole. ``metadata`` (resourceVersion, continue) is
-    complete once :meth:`pages` is exhausted."""
+    can be sent as it is read instead of held whole. ``metadata`` (resourceVersion, continue,
+    remainingItemCount) is complete once :meth:`pages` is exhausted."""
 
     PAGE = 500
 
     def __init__(
         self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
     ) -> None:
+        validate_list_options(opts)
         self.store = store
         self.info = info
         self.opts = opts
         self.prefix = storage_prefix(info, namespace)
-        self.revision: int | None = None
+        self.revision: int | None = None  # the snapshot; None until the first read: the latest
         self.start_after: str | None = None
+        self.min_revision = 0  # resourceVersion=N: the first read waits for the store to reach N
         self.metadata: dict[str, Any] = {}
-        if opts.continue_token:
-            if opts.resource_version not in (None, "", "0"):
-                raise errors.bad_request(
-                    "specifying resource version is not allowed when using continue"
-                )
-            self.revision, self.start_after = _decode_continue(opts.continue_token, self.prefix)
-        else:
-            requested = parse_rv_query(opts.resource_version)
-            exact = opts.resource_version_match == "Exact" or (
-                requested and opts.limit and opts.resource_version_match != "NotOlderThan"
-            )
-            if requested and exact:
-                self.revision = requested
         self.limit = opts.limit if opts.limit > 0 else None
-        if opts.resource_version == "0" and not opts.continue_token:
+        if opts.continue_token:
+            self._resume(opts.continue_token)
+        else:
+            self._start()
+        self._resumed_after = self.start_after  # where an expired token's fresh one resumes
+        # kube counts what is left from etcd's count, which is exact only without selectors.
+        self.count_remaining = self.limit is not None and opts.label_selector is None
+
+    def _resume(self, token: str) -> None:
+        """Continue a list: at the token's revision, or at the latest one for ``rv: -1``."""
+        if self.opts.resource_version not in (None, "", "0"):
+            raise errors.bad_request(
+                "specifying resource version is not allowed when using continue"
+            )
+        revision, self.start_after = _decode_continue(token, self.prefix)
+        self.revision = revision if revision > 0 else None
+
+    def _start(self) -> None:
+        """The first page's revision from resourceVersion and resourceVersionMatch (§6)."""
+        opts = self.opts
+        if opts.resource_version == "0":
             self.limit = None  # kube-apiserver serves RV=0 from its cache, ignoring limit
+            return
+        requested = parse_rv_query(opts.resource_version)
+        if not requested:
+            return
+        match = opts.resource_version_match
+        if match == "Exact" or (self.limit is not None and match != "NotOlderThan"):
+            self.revision = requested
+        self.min_revision = requested
 
     async def pages(self) -> AsyncGenerator[list[Obj], None]:
         """Pages of matching objects; raises APIError 410/504 for compacted or future RVs."""
@@ -69,7 +188,9 @@ class ListScan:
                 # With a selector a page may match fewer than asked: ask only for what is left,
                 # so a list never holds more than ``limit`` items (kube may return fewer).
                 page = self.PAGE if limit is None else min(self.PAGE, limit - sent)
-                result = await self.store.list(self.prefix, self.revision, page, self.start_after)
+                # Without selectors, the read that fills the limit is the last: count there only.
+                count = self.count_remaining and limit is not None and page == limit - sent
+                result = await self._read(page, count)
                 self.revision = result.revision
                 matched = [decode(kv, self.info) for kv in result.items]
                 if opts.label_selector is not None:
@@ -83,21 +204,51 @@ class ListScan:
                 if not more or (limit is not None and sent >= limit):
                     break
         except Compacted:
-            if opts.continue_token:
-                raise errors.expired(CONTINUE_EXPIRED)
-            raise errors.expired("The resourceVersion for the provided list is too old.")
+            raise self._expired()
         except FutureRevision as exc:
-            raise errors.timeout(
-                f"Too large resource version: {exc.requested_revision}, "
-                f"current: {exc.current_revision}",
-                [Cause("ResourceVersionTooLarge", "Too large resource version")],
-                retry_after=1,
-            )
+            raise too_large_resource_version(exc.requested_revision, exc.current_revision)
+        self._finish(result, more)
+
+    async def _read(self, page: int, count: bool) -> ListResult:
+        """One page from the store. The first read of a list asked for resourceVersion=N waits
+        for the store to reach N when it has not: a not-older-than list must not answer older
+        data, and an exact one gets its snapshot if it arrives within the wait."""
+        minimum, self.min_revision = self.min_revision, 0
+        try:
+            result = await self._list(page, count)
+            if result.revision >= minimum:
+                return result
+        except FutureRevision:
+            if not minimum:  # a continue token's revision: kube answers the 504 at once
+                raise
+        await wait_for_revision(self.store, minimum)
+        return await self._list(page, count)
+
+    async def _list(self, page: int, count: bool) -> ListResult:
+        return await self.store.list(
+            self.prefix, self.revision, page, self.start_after, count=count
+        )
+
+    def _expired(self) -> APIError:
+        """The 410 for a snapshot compacted away. A continued list also gets a fresh token that
+        resumes from the same key at the latest revision (kube's ``rv: -1``), for a client that
+        accepts an inconsistent remainder over starting again."""
+        if not self.opts.continue_token:
+            return errors.expired("The resourceVersion for the provided list is too old.")
+        fresh = _encode_continue(-1, self._resumed_after or self.prefix, self.prefix)
+        return errors.expired(CONTINUE_EXPIRED, {"continue": fresh})
+
+    def _finish(self, last: ListResult, more: bool) -> None:
+        """``metadata`` once the last page is read: a continue token (and, when counted, how
+        many items are left) only when the limit stopped the list before its end."""
         assert self.revision is not None
         self.metadata = {"resourceVersion": str(self.revision)}
-        if limit is not None and more:
-            last_key = self.start_after or self.prefix
-            self.metadata["continue"] = _encode_continue(self.revision, last_key, self.prefix)
+        if self.limit is None or not more:
+            return
+        last_key = self.start_after or self.prefix
+        self.metadata["continue"] = _encode_continue(self.revision, last_key, self.prefix)
+        if last.remaining is not None:
+            self.metadata["remainingItemCount"] = last.remaining
 
 
 CONTINUE_EXPIRED = (
@@ -115,11 +266,13 @@ def _encode_continue(revision: int, last_key: str, prefix: str) -> str:
 
 
 def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+    """The token's revision and the key to continue after. A negative revision (kube writes -1
+    into the token of an expired list's 410) means the latest; 0 is invalid, as in kube."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = orjson.loads(raw)
         revision, start = int(data["rv"]), str(data["start"])
-        if data.get("v") != "meta.k8s.io/v1" or not start.endswith("\x00") or revision < 1:
+        if data.get("v") != "meta.k8s.io/v1" or not start.endswith("\x00") or not revision:
             raise ValueError
     except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
         raise errors.bad_request(

@@ -52,11 +52,17 @@ class Event(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class ListResult:
     """Items in key order, the store revision the read was taken at, and whether more items
-    matched beyond ``limit`` (page on with ``start_after=items[-1].key, revision=revision``)."""
+    matched beyond ``limit`` (page on with ``start_after=items[-1].key, revision=revision``).
+
+    ``remaining`` is only filled when the list was asked to ``count``: how many live keys under
+    the prefix come after the last item, at ``revision`` (0 when ``more`` is False). kube-apiserver
+    answers a paged list's ``remainingItemCount`` from etcd's count; counting is opt-in because it
+    costs SQLite a scan of the rest of the range, which plain lists should not pay."""
 
     items: list[KeyValue]
     revision: int
     more: bool
+    remaining: int | None = None
 
 
 Durability = Literal["full", "relaxed"]
@@ -131,9 +137,12 @@ class Store(abc.ABC):
         revision: int | None = None,
         limit: int | None = None,
         start_after: str | None = None,
+        *,
+        count: bool = False,
     ) -> ListResult:
         """Live keys starting with ``prefix`` in key order, now or at ``revision``, after
-        ``start_after`` and at most ``limit``. Same errors as :meth:`get`."""
+        ``start_after`` and at most ``limit``. With ``count``, ``remaining`` says how many more
+        live keys follow the page, read at the same revision. Same errors as :meth:`get`."""
 
     @abc.abstractmethod
     async def create(self, key: str, value: bytes) -> int:

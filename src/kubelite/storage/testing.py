@@ -271,6 +271,27 @@ class StoreConformance:
         assert all(kv.value == b"v1" for kv in items)
         assert {page.revision for page in pages} == {first.revision}
 
+    async def test_list_counts_the_keys_after_the_page(self, store: Store) -> None:
+        for key in ["/t", "/t0", "/u/a", *(f"/t/{i}" for i in range(10))]:
+            await store.create(key, b"v1")
+        first = await store.list("/t/", limit=4, count=True)
+        assert (len(first.items), first.more, first.remaining) == (4, True, 6)
+        assert (await store.list("/t/", limit=4)).remaining is None  # counted only when asked
+        # A later page is counted at its own snapshot: writes since do not change the count.
+        await store.delete("/t/5")
+        await store.create("/t/55", b"new")
+        await store.create("/t/56", b"new")
+        second = await store.list("/t/", first.revision, 4, first.items[-1].key, count=True)
+        assert [kv.key for kv in second.items] == ["/t/4", "/t/5", "/t/6", "/t/7"]
+        assert (second.more, second.remaining) == (True, 2)
+        last = await store.list("/t/", first.revision, 4, second.items[-1].key, count=True)
+        assert (len(last.items), last.more, last.remaining) == (2, False, 0)
+        # Now: /t/5 is gone, /t/55 and /t/56 are new.
+        now = await store.list("/t/", limit=4, start_after="/t/4", count=True)
+        assert [kv.key for kv in now.items] == ["/t/55", "/t/56", "/t/6", "/t/7"]
+        assert (now.more, now.remaining) == (True, 2)
+        assert (await store.list("/t/", count=True)).remaining == 0
+
     # -- watch -----------------------------------------------------------------------------
 
     async def test_watch_delivers_every_change_in_order(self, store: Store) -> None:

@@ -177,6 +177,8 @@ class EtcdStore(Store):
         revision: int | None = None,
         limit: int | None = None,
         start_after: str | None = None,
+        *,
+        count: bool = False,
     ) -> ListResult:
         check_revision(revision)
         if limit is not None and limit < 1:
@@ -187,7 +189,11 @@ class EtcdStore(Store):
         )
         response = await self._read(request, revision or 0, f"list {prefix!r}")
         items = [self.keys.kv(kv) for kv in response.kvs]
-        return ListResult(items, revision or response.header.revision, bool(response.more))
+        # etcd's count is the whole range's at the read's revision, whatever the limit: what
+        # follows the page is the rest of it, at no extra cost.
+        remaining = int(response.count) - len(items) if count else None
+        revision = revision or int(response.header.revision)
+        return ListResult(items, revision, bool(response.more), remaining)
 
     async def current_revision(self) -> int:
         return await self._probe()

@@ -57,6 +57,40 @@ def _key_range(column: str, prefix: str, start_after: str | None) -> tuple[list[
     return where, args
 
 
+def _live_keys(
+    at: int | None, prefix: str, start_after: str | None, *, values: bool = True
+) -> tuple[str, list[object], str]:
+    """The ``FROM ... WHERE ...`` of the keys under ``prefix`` after ``start_after`` that are
+    live now (``at`` None: the ``live`` table, joined to ``log`` for the values) or at revision
+    ``at`` (per key, its newest ``log`` row at or below it, unless that is a deletion), its
+    arguments, and the key column to order by. Lists and counts share it, so they agree."""
+    if at is None:
+        where, args = _key_range("v.key", prefix, start_after)
+        source = "live v JOIN log l ON l.revision = v.revision" if values else "live v"
+        key = "v.key"
+    else:
+        where, args = _key_range("l.key", prefix, start_after)
+        where += [
+            "l.revision = (SELECT MAX(h.revision) FROM log h "
+            "WHERE h.key = l.key AND h.revision <= ?)",
+            "l.deleted = 0",
+        ]
+        args.append(at)
+        source = "log l"
+        key = "l.key"
+    body = f" FROM {source}"
+    if where:
+        body += " WHERE " + " AND ".join(where)
+    return body, args, key
+
+
+def _count_after(db: sqlite3.Connection, at: int | None, prefix: str, last_key: str) -> int:
+    """How many keys under ``prefix`` follow ``last_key``, live now or at ``at``."""
+    body, args, _ = _live_keys(at, prefix, last_key, values=False)
+    (n,) = db.execute(f"SELECT count(*){body}", args).fetchone()
+    return int(n)
+
+
 class Reader:
     def __init__(self, path: str) -> None:
         self._path = path
@@ -121,36 +155,30 @@ class Reader:
         return KeyValue(*row[:5])
 
     def list_range(
-        self, prefix: str, revision: int | None, limit: int | None, start_after: str | None
+        self,
+        prefix: str,
+        revision: int | None,
+        limit: int | None,
+        start_after: str | None,
+        count: bool = False,
     ) -> ListResult:
         with self._snapshot() as (db, current, compacted):
             at = revision or current
             self._check(at, current, compacted)
-            if at == current:
-                where, args = _key_range("v.key", prefix, start_after)
-                sql = f"SELECT {_LIVE_COLUMNS} FROM live v JOIN log l ON l.revision = v.revision"
-                order = "v.key"
-            else:
-                where, args = _key_range("l.key", prefix, start_after)
-                where += [
-                    "l.revision = (SELECT MAX(h.revision) FROM log h "
-                    "WHERE h.key = l.key AND h.revision <= ?)",
-                    "l.deleted = 0",
-                ]
-                args.append(at)
-                sql = f"SELECT {_LIVE_COLUMNS} FROM log l"
-                order = "l.key"
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += f" ORDER BY {order}"
+            past = None if at == current else at
+            body, args, key = _live_keys(past, prefix, start_after)
+            sql = f"SELECT {_LIVE_COLUMNS}{body} ORDER BY {key}"
             if limit is not None:
                 sql += " LIMIT ?"
                 args.append(limit + 1)
             rows = db.execute(sql, args).fetchall()
-        more = limit is not None and len(rows) > limit
-        if more:
-            del rows[limit:]
-        return ListResult([KeyValue(*r) for r in rows], at, more)
+            more = limit is not None and len(rows) > limit
+            if more:
+                del rows[limit:]
+            remaining = None
+            if count:  # in the same snapshot as the page, so the two agree
+                remaining = _count_after(db, past, prefix, rows[-1][0]) if more else 0
+        return ListResult([KeyValue(*r) for r in rows], at, more, remaining)
 
     def history(self, prefix: str, first: int, last: int, limit: int) -> list[Event]:
         """Events with first <= revision <= last under ``prefix``, in revision order."""

@@ -141,11 +141,15 @@ class SqliteStore(Store):
         revision: int | None = None,
         limit: int | None = None,
         start_after: str | None = None,
+        *,
+        count: bool = False,
     ) -> ListResult:
         check_revision(revision)
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be positive, not {limit}")
-        return await self._read(self._reader.list_range, prefix, revision, limit, start_after)
+        return await self._read(
+            self._reader.list_range, prefix, revision, limit, start_after, count
+        )
 
     async def create(self, key: str, value: bytes) -> int:
         check_key(key)
