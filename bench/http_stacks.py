@@ -52,20 +52,16 @@ async def _serve(stack: str, kind: str, data_dir: Path) -> None:
     """The child process: one app on one stack, printing ``<kind> serving on URL``."""
     from echo_app import app as echo
     from kubelite.server import serve as kl
+    from kubelite.server.assembly import assemble
     from kubelite.server.http import listen, serve_http
     from kubelite.storage import StoreOptions, open_store
 
     options = kl.ServeOptions(data_dir=str(data_dir), port=0)
     path, token, tls = kl.prepare_data_dir(options)
     app: Any = echo
-    store = None
     if kind == "kubelite":
         store = await open_store(f"sqlite://{path}/state.db", StoreOptions())
-        catalogue = kl.load_builtin_catalogue()
-        registry = kl.Registry(store)
-        await kl.ensure_namespaces(registry, catalogue)
-        lifecycle = kl.NamespaceLifecycle(registry, catalogue)
-        app = kl.KubeliteApp(registry, catalogue, token, lifecycle, kl.WatchCacheSet(store))
+        app = (await assemble(store, token=token)).app
     sock = listen("127.0.0.1", 0)
     print(f"{kind} serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
     if stack == "granian":

@@ -42,9 +42,6 @@ def test_configmap(catalogue: Catalogue) -> None:
     assert cm.short_names == ("cm",)
     assert cm.verbs == STANDARD_VERBS  # includes watch and deletecollection
     assert cm.subresources == ()
-    assert not cm.tracks_generation
-    assert cm.allow_unconditional_update
-    assert not cm.allow_create_on_update
     assert cm.list_kind == "ConfigMapList"
     assert (cm.group_version, cm.api_version, cm.qualified_resource) == ("v1", "v1", "configmaps")
     assert cm.schema_ref == "io.k8s.api.core.v1.ConfigMap"
@@ -62,8 +59,6 @@ def test_deployment(catalogue: Catalogue) -> None:
     assert deploy.short_names == ("deploy",)
     assert deploy.categories == ("all",)
     assert set(deploy.subresources) == {"scale", "status"}
-    assert deploy.tracks_generation
-    assert deploy.allow_unconditional_update
     scale = deploy.subresource("scale")
     assert scale is not None
     assert (scale.group, scale.version, scale.kind) == ("autoscaling", "v1", "Scale")
@@ -87,21 +82,6 @@ def test_namespace_is_cluster_scoped(catalogue: Catalogue) -> None:
     assert ns.short_names == ("ns",)
     assert set(ns.subresources) == {"finalize", "status"}
     assert "deletecollection" not in ns.verbs  # as in kube-apiserver
-    assert not ns.tracks_generation
-
-
-def test_lease_update_policies(catalogue: Catalogue) -> None:
-    lease = info(catalogue, "coordination.k8s.io", "v1", "leases")
-    assert not lease.allow_unconditional_update
-    assert lease.allow_create_on_update
-    assert lease.namespaced
-
-
-def test_create_on_update_kinds(catalogue: Catalogue) -> None:
-    allowed = {(i.group, i.plural) for i in catalogue if i.allow_create_on_update}
-    assert {("", "endpoints"), ("", "events"), ("coordination.k8s.io", "leases")} <= allowed
-    assert ("", "configmaps") not in allowed
-    assert ("apps", "deployments") not in allowed
 
 
 def test_custom_resource_definition(catalogue: Catalogue) -> None:
@@ -111,8 +91,6 @@ def test_custom_resource_definition(catalogue: Catalogue) -> None:
     assert crd.short_names == ("crd", "crds")
     assert crd.categories == ("api-extensions",)
     assert crd.subresources == ("status",)
-    assert crd.tracks_generation
-    assert not crd.allow_unconditional_update
     assert [c.name for c in crd.table_columns] == ["Name", "Created At"]
 
 
@@ -194,9 +172,9 @@ def test_verbs_are_kubernetes_verbs(catalogue: Catalogue) -> None:
     assert reviews.verbs == ("create",)
 
 
-def test_pod_subresources_known_but_only_status_served(catalogue: Catalogue) -> None:
+def test_pod_subresources_known_but_only_binding_and_status_served(catalogue: Catalogue) -> None:
     pods = info(catalogue, "", "v1", "pods")
-    assert pods.subresources == ("status",)
+    assert pods.subresources == ("binding", "status")
     log = pods.subresource("log")
     assert log is not None
     assert not log.served
@@ -238,9 +216,6 @@ def test_hand_written_tables_name_served_kinds(catalogue: Catalogue) -> None:
     tables: list[object] = [
         extra.SHORT_NAMES,
         extra.CATEGORIES,
-        extra.TRACKS_GENERATION,
-        extra.NO_UNCONDITIONAL_UPDATE,
-        extra.CREATE_ON_UPDATE,
         extra.TABLE_COLUMNS,
     ]
     for table in tables:
@@ -344,8 +319,6 @@ def test_add_and_remove_a_custom_resource(catalogue: Catalogue) -> None:
         namespaced=True,
         subresources=("status", "scale"),
         short_names=("wd",),
-        tracks_generation=True,
-        allow_unconditional_update=False,
         builtin=False,
     )
     own.add(widget)

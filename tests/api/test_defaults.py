@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubelite.api.catalogue import load_builtin_catalogue
+from kubelite.api.kinds import new_registry
 from kubelite.api.registry import Registry
 from kubelite.storage import StoreOptions, open_store
 
@@ -14,7 +15,7 @@ from kubelite.storage import StoreOptions, open_store
 @pytest.fixture
 async def registry() -> AsyncIterator[Registry]:
     store = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
-    reg = Registry(store)
+    reg = new_registry(store, load_builtin_catalogue())
     namespaces = load_builtin_catalogue().lookup("", "v1", "namespaces")
     assert namespaces is not None
     await reg.create(namespaces, None, {"metadata": {"name": "default"}})

@@ -1,19 +1,29 @@
-"""Namespace lifecycle: DELETE marks Terminating, the controller empties and purges, finalize."""
+"""Namespace lifecycle: DELETE marks Terminating, the controller empties and purges, finalize.
+
+These run the namespace kind's storages, the NamespaceLifecycle admission plugin and the
+namespace controller over a real SQLite store, without HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
+from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.errors import APIError
-from kubelite.api.listing import ListOptions
-from kubelite.api.namespaces import NamespaceLifecycle, prepare_create, prepare_update
+from kubelite.api.kinds import new_registry
+from kubelite.api.kinds.namespaces import (
+    NamespaceLifecycleAdmission,
+    NamespaceStrategy,
+    namespace_info,
+)
 from kubelite.api.registry import Registry
+from kubelite.api.rest import DeleteOptions
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]
@@ -30,27 +40,53 @@ def kind(catalogue: Catalogue, group: str, plural: str) -> ResourceInfo:
     return info
 
 
-@pytest.fixture
-async def lifecycle(store: Store, catalogue: Catalogue) -> AsyncIterator[NamespaceLifecycle]:
-    lc = NamespaceLifecycle(
-        Registry(store), catalogue, retry_min_seconds=0.01, retry_max_seconds=0.05
+@dataclass
+class Cluster:
+    """The namespace kind at work: registry (with the admission plugin) and controller."""
+
+    registry: Registry
+    catalogue: Catalogue
+    controller: NamespaceController
+
+    @property
+    def info(self) -> ResourceInfo:
+        return self.controller.info
+
+    async def delete(self, name: str, **options: Any) -> Obj:
+        answer, _ = await self.registry.delete(self.info, None, name, DeleteOptions(**options))
+        return answer
+
+    async def finalize(self, name: str, body: Obj) -> Obj:
+        body = {"metadata": {"name": name}, **body}
+        obj, _ = await self.registry.update(self.info, None, name, body, subresource="finalize")
+        return obj
+
+
+def cluster_on(store: Store, catalogue: Catalogue) -> Cluster:
+    registry = new_registry(store, catalogue)
+    registry.admission.validating.append(
+        NamespaceLifecycleAdmission(registry, namespace_info(catalogue))
     )
+    controller = NamespaceController(
+        registry, catalogue, retry_min_seconds=0.01, retry_max_seconds=0.05
+    )
+    return Cluster(registry, catalogue, controller)
+
+
+@pytest.fixture
+async def lifecycle(store: Store, catalogue: Catalogue) -> AsyncIterator[Cluster]:
+    cluster = cluster_on(store, catalogue)
     try:
-        yield lc
+        yield cluster
     finally:
-        await lc.close()
+        await cluster.controller.close()
 
 
-async def make_ns(lc: NamespaceLifecycle, name: str) -> Obj:
-    # What Registry.create stores once wired (status is dropped by create for kinds with a
-    # status subresource, so only spec.finalizers survives without the wiring).
-    body = prepare_create({"metadata": {"name": name}})
-    return await lc.registry.create(lc.info, None, body)
+async def make_ns(lc: Cluster, name: str) -> Obj:
+    return await lc.registry.create(lc.info, None, {"metadata": {"name": name}})
 
 
-async def make(
-    lc: NamespaceLifecycle, group: str, plural: str, ns: str, name: str, **extra: Any
-) -> Obj:
+async def make(lc: Cluster, group: str, plural: str, ns: str, name: str, **extra: Any) -> Obj:
     info = kind(lc.catalogue, group, plural)
     meta: Obj = {"name": name, **extra}
     body: Obj = {"metadata": meta}
@@ -62,30 +98,39 @@ async def make(
     return await lc.registry.create(info, ns, body)
 
 
-async def names(lc: NamespaceLifecycle, group: str, plural: str, ns: str | None) -> list[str]:
-    listing = await lc.registry.list(kind(lc.catalogue, group, plural), ns, ListOptions())
+async def names(lc: Cluster, group: str, plural: str, ns: str | None) -> list[str]:
+    listing = await lc.registry.list(kind(lc.catalogue, group, plural), ns)
     return [i["metadata"]["name"] for i in listing["items"]]
 
 
-async def ns_exists(lc: NamespaceLifecycle, name: str) -> bool:
+async def ns_exists(lc: Cluster, name: str) -> bool:
     return name in await names(lc, "", "namespaces", None)
 
 
-def test_prepare_create_and_update() -> None:
-    assert prepare_create({"metadata": {"name": "a"}, "status": {"phase": "Terminating"}}) == {
+def test_prepare_create_and_update(catalogue: Catalogue) -> None:
+    strategy, info = NamespaceStrategy(), namespace_info(catalogue)
+    obj: Obj = {"metadata": {"name": "a"}, "status": {"phase": "Terminating"}}
+    strategy.prepare_for_create(info, obj)
+    assert obj == {
         "metadata": {"name": "a"},
         "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
-    obj = prepare_create({"spec": {"finalizers": ["example.com/x"]}})
+    obj = {"metadata": {}, "spec": {"finalizers": ["example.com/x"]}}
+    strategy.prepare_for_create(info, obj)
     assert obj["spec"]["finalizers"] == ["example.com/x", "kubernetes"]
-    current = {"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Terminating"}}
-    new = prepare_update(current, {"metadata": {"labels": {"a": "b"}}, "spec": {}, "status": {}})
+    current = {
+        "metadata": {},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Terminating"},
+    }
+    new: Obj = {"metadata": {"labels": {"a": "b"}}, "spec": {}, "status": {}}
+    strategy.prepare_for_update(info, new, current)
     assert new["spec"] == {"finalizers": ["kubernetes"]}
     assert new["status"] == {"phase": "Terminating"}
 
 
-async def test_delete_marks_terminating_then_409(lifecycle: NamespaceLifecycle) -> None:
+async def test_delete_marks_terminating_then_409(lifecycle: Cluster) -> None:
     created = await make_ns(lifecycle, "team")
     obj = await lifecycle.delete("team")
     assert obj["metadata"]["deletionTimestamp"]
@@ -106,7 +151,7 @@ async def test_delete_marks_terminating_then_409(lifecycle: NamespaceLifecycle) 
     assert exc.value.details == {"name": "team", "kind": "namespaces"}
 
 
-async def test_delete_missing_and_preconditions(lifecycle: NamespaceLifecycle) -> None:
+async def test_delete_missing_and_preconditions(lifecycle: Cluster) -> None:
     with pytest.raises(APIError) as exc:
         await lifecycle.delete("nope")
     assert (exc.value.code, exc.value.message) == (404, 'namespaces "nope" not found')
@@ -122,7 +167,7 @@ async def test_delete_missing_and_preconditions(lifecycle: NamespaceLifecycle) -
 
 
 @pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
-async def test_protected_namespaces(lifecycle: NamespaceLifecycle, name: str) -> None:
+async def test_protected_namespaces(lifecycle: Cluster, name: str) -> None:
     await make_ns(lifecycle, name)
     with pytest.raises(APIError) as exc:
         await lifecycle.delete(name)
@@ -135,7 +180,7 @@ async def test_protected_namespaces(lifecycle: NamespaceLifecycle, name: str) ->
     assert await ns_exists(lifecycle, name)
 
 
-async def test_create_in_terminating_and_missing(lifecycle: NamespaceLifecycle) -> None:
+async def test_create_in_terminating_and_missing(lifecycle: Cluster) -> None:
     await make_ns(lifecycle, "t")
     await make(lifecycle, "", "configmaps", "t", "keep", finalizers=["example.com/hold"])
     await lifecycle.delete("t")
@@ -166,17 +211,17 @@ async def test_create_in_terminating_and_missing(lifecycle: NamespaceLifecycle) 
     assert exc.value.details == {"name": "missing", "kind": "namespaces"}
 
 
-async def test_controller_empties_and_purges(lifecycle: NamespaceLifecycle) -> None:
+async def test_controller_empties_and_purges(lifecycle: Cluster) -> None:
     for ns in ("ns", "ns2", "other"):
         await make_ns(lifecycle, ns)
         for i in range(3):
             await make(lifecycle, "", "configmaps", ns, f"cm{i}")
         await make(lifecycle, "apps", "deployments", ns, "web")
         await make(lifecycle, "", "secrets", ns, "s")
-    lifecycle.page_size = 2  # several pages per kind
-    lifecycle.start()
+    lifecycle.controller.page_size = 2  # several pages per kind
+    lifecycle.controller.start()
     await lifecycle.delete("ns")
-    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    await asyncio.wait_for(lifecycle.controller.wait_idle(), 10)
     assert not await ns_exists(lifecycle, "ns")
     for ns in ("ns", "ns2", "other"):
         expect_cms = [] if ns == "ns" else ["cm0", "cm1", "cm2"]
@@ -190,13 +235,13 @@ async def test_controller_empties_and_purges(lifecycle: NamespaceLifecycle) -> N
     assert await names(lifecycle, "", "configmaps", "ns") == []
 
 
-async def test_finalizer_holds_namespace(lifecycle: NamespaceLifecycle) -> None:
+async def test_finalizer_holds_namespace(lifecycle: Cluster) -> None:
     await make_ns(lifecycle, "held")
     await make(lifecycle, "", "configmaps", "held", "a")
     await make(lifecycle, "", "configmaps", "held", "pinned", finalizers=["example.com/hold"])
-    lifecycle.start()
+    lifecycle.controller.start()
     await lifecycle.delete("held")
-    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    await asyncio.wait_for(lifecycle.controller.wait_idle(), 10)
     assert await names(lifecycle, "", "configmaps", "held") == ["pinned"]
     cm_info = kind(lifecycle.catalogue, "", "configmaps")
     pinned = await lifecycle.registry.get(cm_info, "held", "pinned")
@@ -225,7 +270,7 @@ async def test_controller_resumes_after_restart(tmp_path: Path, catalogue: Catal
     url = f"sqlite://{tmp_path}/state.db"
     options = StoreOptions(compaction_interval_seconds=0)
     store = await open_store(url, options)
-    lc = NamespaceLifecycle(Registry(store), catalogue)
+    lc = cluster_on(store, catalogue)
     await make_ns(lc, "gone")
     await make_ns(lc, "stay")
     for i in range(5):
@@ -235,20 +280,20 @@ async def test_controller_resumes_after_restart(tmp_path: Path, catalogue: Catal
     await store.close()
 
     store = await open_store(url, options)
-    lc = NamespaceLifecycle(Registry(store), catalogue)
+    lc = cluster_on(store, catalogue)
     try:
         assert await names(lc, "", "configmaps", "gone") == [f"cm{i}" for i in range(5)]
-        lc.start()
-        await asyncio.wait_for(lc.wait_idle(), 10)
+        lc.controller.start()
+        await asyncio.wait_for(lc.controller.wait_idle(), 10)
         assert not await ns_exists(lc, "gone")
         assert await names(lc, "", "configmaps", "gone") == []
         assert await names(lc, "", "configmaps", "stay") == ["cm0"]
     finally:
-        await lc.close()
+        await lc.controller.close()
         await store.close()
 
 
-async def test_finalize(lifecycle: NamespaceLifecycle) -> None:
+async def test_finalize(lifecycle: Cluster) -> None:
     await make_ns(lifecycle, "f")
     await make(lifecycle, "", "configmaps", "f", "cm")
     obj = await lifecycle.finalize("f", {"spec": {"finalizers": ["example.com/x"]}})
@@ -265,8 +310,8 @@ async def test_finalize(lifecycle: NamespaceLifecycle) -> None:
     assert exc.value.code == 409
     await lifecycle.delete("f")
     # "kubernetes" is gone, so the controller leaves this namespace alone (its content too)
-    lifecycle.start()
-    await asyncio.wait_for(lifecycle.wait_idle(), 10)
+    lifecycle.controller.start()
+    await asyncio.wait_for(lifecycle.controller.wait_idle(), 10)
     assert await ns_exists(lifecycle, "f")
     assert await names(lifecycle, "", "configmaps", "f") == ["cm"]
     # clearing the last finalizer of a terminating namespace purges it in the same write
@@ -275,11 +320,11 @@ async def test_finalize(lifecycle: NamespaceLifecycle) -> None:
     assert not await ns_exists(lifecycle, "f")
 
 
-async def test_close_is_prompt_and_idempotent(lifecycle: NamespaceLifecycle) -> None:
-    lifecycle.start()
-    lifecycle.start()
-    await asyncio.wait_for(lifecycle.wait_idle(), 10)
-    await asyncio.wait_for(lifecycle.close(), 1)
-    await lifecycle.close()
+async def test_close_is_prompt_and_idempotent(lifecycle: Cluster) -> None:
+    lifecycle.controller.start()
+    lifecycle.controller.start()
+    await asyncio.wait_for(lifecycle.controller.wait_idle(), 10)
+    await asyncio.wait_for(lifecycle.controller.close(), 1)
+    await lifecycle.controller.close()
     with pytest.raises(RuntimeError):
-        await lifecycle.wait_idle()
+        await lifecycle.controller.wait_idle()

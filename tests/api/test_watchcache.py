@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import watchcache
+from kubelite.api import listing
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
+from kubelite.api.kinds import new_registry
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCache, WatchCacheSet, WatchEvent, validate_watch_options
 from kubelite.storage import Store, StoreOptions, open_store
@@ -37,7 +38,7 @@ def cm(infos: dict[str, ResourceInfo]) -> ResourceInfo:
 
 @pytest.fixture
 async def registry(store: Store, infos: dict[str, ResourceInfo]) -> Registry:
-    reg = Registry(store)
+    reg = new_registry(store, load_builtin_catalogue())
     for ns in ("default", "other"):
         await reg.create(infos["namespaces"], None, {"metadata": {"name": ns}})
     return reg
@@ -93,8 +94,8 @@ async def test_initial_added_then_live_in_order(
     events = caches.get(cm).watch("default", None, None)
     assert summary(await take(events, 2)) == [("ADDED", "a", ra), ("ADDED", "b", rb)]
     r1 = await change(registry, cm, "a")
-    deleted, _ = await registry.delete(cm, "default", "b")
-    r2 = int(deleted["metadata"]["resourceVersion"])
+    await registry.delete(cm, "default", "b")
+    r2 = await registry.store.current_revision()  # the deletion's revision
     got = summary(await take(events, 2))
     assert got == [("MODIFIED", "a", r1), ("DELETED", "b", r2)]
     assert got[1][2] > got[0][2]
@@ -291,7 +292,7 @@ async def test_send_initial_events(
 async def test_send_initial_events_future_rv_times_out_with_504(
     store: Store, caches: WatchCacheSet, cm: ResourceInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(watchcache, "TOO_LARGE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(listing, "WAIT_FOR_REVISION_SECONDS", 0.2)
     current = await store.current_revision()
     events = caches.get(cm).watch(None, current + 100, None, send_initial_events=True)
     with pytest.raises(APIError) as info:
@@ -334,7 +335,7 @@ async def test_store_watch_overflow_is_recovered_without_a_gap(cm: ResourceInfo)
         catalogue = load_builtin_catalogue()
         ns = catalogue.lookup("", "v1", "namespaces")
         assert ns is not None
-        reg = Registry(store)
+        reg = new_registry(store, load_builtin_catalogue())
         await reg.create(ns, None, {"metadata": {"name": "default"}})
         rev = await store.current_revision()
         events = caches.get(cm).watch("default", rev, None)

@@ -1,8 +1,8 @@
 """kubelite's server app built in this process, for the client's in-process transport.
 
-The client never imports the server; the tests build the app here, exactly as ``kubelite serve``
-wires it (a private in-RAM SQLite store, the built-in catalogue, the system namespaces, the
-namespace controller and the watch caches), and hand the ASGI object to the client.
+The client never imports the server; the tests build the app here with the assembly function
+``kubelite serve`` uses (on a private in-RAM SQLite store), and hand the ASGI object to the
+client.
 """
 
 from __future__ import annotations
@@ -18,13 +18,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
-from kubelite.api.catalogue import load_builtin_catalogue
-from kubelite.api.namespaces import NamespaceLifecycle
-from kubelite.api.registry import Registry
-from kubelite.api.watchcache import WatchCacheSet
-from kubelite.server.asgi import KubeliteApp
-from kubelite.server.serve import ensure_namespaces
-from kubelite.storage import StoreOptions, open_store
+from kubelite.server.app import KubeliteApp
+from kubelite.server.assembly import running
+from kubelite.storage import StoreOptions
 
 TOKEN = "in-process-token"
 
@@ -35,27 +31,11 @@ async def in_process_app(
 ) -> AsyncIterator[KubeliteApp]:
     """A KubeliteApp on the running loop (bearer token :data:`TOKEN`), closed on exit;
     ``bookmark_interval`` overrides the watch caches' (60 s)."""
-    store = await open_store("sqlite://", StoreOptions(**store_options))
-    try:
-        catalogue = load_builtin_catalogue()
-        registry = Registry(store)
-        await ensure_namespaces(registry, catalogue)
-        lifecycle = NamespaceLifecycle(registry, catalogue)
-        lifecycle.start()
-        options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
-        caches = WatchCacheSet(store, **options)
-        app = KubeliteApp(registry, catalogue, TOKEN, lifecycle, caches)
-        # KubeliteApp keeps ``caches or WatchCacheSet(...)``, and an empty WatchCacheSet is
-        # falsy (it has __len__): make sure the app uses the set configured here.
-        app.caches = caches
-        try:
-            yield app
-        finally:
-            app.shutting_down.set()
-            await lifecycle.close()
-            await caches.close()
-    finally:
-        await store.close()
+    options = {} if bookmark_interval is None else {"bookmark_interval": bookmark_interval}
+    async with running(
+        "sqlite://", StoreOptions(**store_options), token=TOKEN, watch_cache_options=options
+    ) as server:
+        yield server.app
 
 
 @contextmanager

@@ -204,3 +204,48 @@ def test_sync_verbs(client: Client) -> None:
     assert (event.type, name_of(event.object)) == ("DELETED", "s")
     with pytest.raises(NotFound):
         client.delete("v1", "ConfigMap", "s")
+
+
+WIDGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {"size": {"type": "integer", "minimum": 1}},
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_async_custom_resources_are_served_once_their_crd_is(aclient: AsyncClient) -> None:
+    """Over HTTPS and in process alike (both servers come from one assembly function): a CRD
+    written through the client is established and its kind served at once."""
+    crd = await aclient.create(WIDGET_CRD)
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions["Established"] == "True"
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    created = await aclient.create({**widget, "spec": {"size": 3}})
+    assert created["metadata"]["generation"] == 1
+    with pytest.raises(Invalid):
+        await aclient.create({**widget, "metadata": {"name": "tiny"}, "spec": {"size": 0}})
+    got = await aclient.get("example.com/v1", "Widget", "w")
+    assert got["spec"] == {"size": 3}

@@ -54,6 +54,6 @@ def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> No
     assert (code, body["reason"]) == (422, "Invalid")
     assert body["message"] == (
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
-        '"Sideways": supported values: "Foreground", "Background", "Orphan"'
+        '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"'
     )
     assert server.request("GET", "/api/v1/namespaces/default/configmaps/c")[0] == 200

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import urllib.error
 import urllib.request
 
+import pytest
 from harness import Server
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -30,8 +32,40 @@ def test_requests_without_the_token_get_401_but_health_and_version_are_open(
             assert resp.read() == b"ok"
     code, version = server.request("GET", "/version/", token=None)
     assert code == 200
-    assert version["minor"] == "31"
-    assert str(version["gitVersion"]).startswith("v1.31.0-kubelite.")
+    assert (version["major"], version["minor"]) == ("1", "37")  # the catalogue's Kubernetes
+    assert str(version["gitVersion"]).startswith("v1.37.0+kubelite.")
+
+
+def test_an_invalid_token_is_401_on_every_path(server: Server) -> None:
+    """A bearer token is checked wherever it is sent, health and /version included; without one,
+    only those public paths answer."""
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    for path in ("/healthz", "/livez", "/readyz", "/version", "/api", CM):
+        request = urllib.request.Request(server.url + path)
+        request.add_header("Authorization", "Bearer not-a-token")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, context=context)
+        assert refused.value.code == 401, path
+        body = json.loads(refused.value.read())
+        assert (body["reason"], body["code"]) == ("Unauthorized", 401)
+    assert server.request("GET", "/api", token=None)[0] == 401
+    assert server.request("GET", "/version", token=None)[0] == 200
+    assert server.request("GET", "/version", token="default")[0] == 200
+
+
+def test_json_bodies_end_with_a_newline_as_kube_encodes_them(server: Server) -> None:
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    for path, expected in ((CM + "/missing", 404), (CM, 200), ("/version", 200)):
+        request = urllib.request.Request(server.url + path)
+        request.add_header("Authorization", f"Bearer {server.token}")
+        try:
+            with urllib.request.urlopen(request, context=context) as resp:
+                code, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as err:
+            code, raw = err.code, err.read()
+        assert code == expected, path
+        assert raw.endswith(b"}\n"), (path, raw[-20:])
+        assert not raw.endswith(b"\n\n"), (path, raw[-20:])
 
 
 def test_token_file_is_private_and_kubeconfig_is_complete(server: Server) -> None:

@@ -7,9 +7,8 @@ from typing import Any
 
 import orjson
 
-from kubelite.api.catalogue import load_builtin_catalogue
-from kubelite.api.registry import Registry
-from kubelite.server.asgi import KubeliteApp
+from kubelite.server.app import KubeliteApp
+from kubelite.server.assembly import assemble
 from kubelite.storage import StoreOptions, open_store
 
 
@@ -38,9 +37,11 @@ async def call(app: KubeliteApp, method: str, path: str) -> tuple[int, dict[str,
 
 async def test_an_unavailable_store_is_a_504_with_retry_after() -> None:
     store = await open_store("sqlite://", StoreOptions(compaction_interval_seconds=0))
-    app = KubeliteApp(Registry(store), load_builtin_catalogue(), "t")
+    server = await assemble(store, token="t")
+    app = server.app
     status, _, _ = await call(app, "GET", "/api/v1/namespaces/default/configmaps/x")
     assert status == 404
+    await server.close()
     await store.close()
     status, headers, body = await call(app, "GET", "/api/v1/namespaces/default/configmaps/x")
     assert status == 504

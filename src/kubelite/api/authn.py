@@ -10,6 +10,9 @@ that share its token. A token authenticates only while it has not expired, names
 server's audience, and its service account still exists with the same uid (kube-apiserver's
 "legacy" and bound-token checks, without pod binding).
 
+:class:`TokenAuthenticator` is the server's authenticator: the admin token, or a service account
+token whose account still exists with the same uid.
+
 kubelite has no authorizer yet: an authenticated service account may do what the admin may.
 """
 
@@ -19,6 +22,7 @@ import base64
 import hashlib
 import hmac
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -53,6 +57,8 @@ class User:
 
 
 ADMIN = User("kubelite-admin", ("system:masters", "system:authenticated"))
+#: A request without credentials (allowed only on the public paths).
+ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +202,39 @@ def token_request_response(
         "spec": {"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": None},
         "status": {"token": token, "expirationTimestamp": expires},
     }
+
+
+#: (namespace, name) -> the stored ServiceAccount, or None.
+AccountLookup = Callable[[str, str], Awaitable[Obj | None]]
+
+
+class TokenAuthenticator:
+    """Who an ``Authorization: Bearer <token>`` header is: the administrator (the data dir's
+    token), or the service account a token from ``serviceaccounts/<name>/token`` was issued to,
+    while it exists with the uid the token names."""
+
+    def __init__(self, admin_token: str, lookup_account: AccountLookup) -> None:
+        self._admin = admin_token.encode()
+        self._admin_header = b"Bearer " + self._admin
+        self.tokens = ServiceAccountTokens(admin_token)
+        self.lookup_account = lookup_account
+
+    async def authenticate(self, authorization: str) -> User | None:
+        header = authorization.encode()
+        if hmac.compare_digest(header, self._admin_header):
+            return ADMIN
+        if header[:7] != b"Bearer ":
+            return None
+        return await self.user_for_token(authorization[7:])
+
+    async def user_for_token(self, token: str) -> User | None:
+        """The user a bearer token authenticates (also what a TokenReview asks), or None."""
+        if hmac.compare_digest(token.encode(), self._admin):
+            return ADMIN
+        claim = self.tokens.verify(token)
+        if claim is None or API_AUDIENCE not in claim.audiences:
+            return None
+        account = await self.lookup_account(claim.namespace, claim.name)
+        if account is None or account["metadata"].get("uid") != claim.uid:
+            return None
+        return claim.user()

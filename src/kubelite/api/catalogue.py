@@ -83,7 +83,7 @@ __all__ = [
 #: The Kubernetes minor version whose built-in kinds and OpenAPI definitions are served.
 KUBERNETES_VERSION = "1.37"
 #: Bumped whenever the cache file's shape changes.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 #: Discovery verbs of an ordinary stored kind, in the (sorted) order kube-apiserver lists them.
 STANDARD_VERBS: tuple[str, ...] = (
@@ -168,8 +168,8 @@ class ResourceInfo:
     ``subresources`` without details gets them synthesised (status: the kind itself; scale:
     autoscaling/v1 Scale), so a CRD need only say ``subresources=("status",)``.
 
-    The behaviour flags default to a built-in kind's usual answer; CRDs set them explicitly
-    (every CR: tracks generation, no unconditional update, no create-on-update, builtin False).
+    What a kind's writes do (generation, update and delete rules) is not declared here but in
+    its strategy (:mod:`kubelite.api.kinds`).
     """
 
     group: str
@@ -183,9 +183,6 @@ class ResourceInfo:
     known_subresources: tuple[Subresource, ...] = ()
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    tracks_generation: bool = False
-    allow_unconditional_update: bool = True
-    allow_create_on_update: bool = False
     list_kind: str = ""
     table_columns: tuple[Column, ...] = ()
     schema_ref: str = ""
@@ -276,9 +273,6 @@ class ResourceInfo:
             ],
             "short_names": list(self.short_names),
             "categories": list(self.categories),
-            "tracks_generation": self.tracks_generation,
-            "allow_unconditional_update": self.allow_unconditional_update,
-            "allow_create_on_update": self.allow_create_on_update,
             "list_kind": self.list_kind,
             "table_columns": [
                 [
@@ -318,9 +312,6 @@ class ResourceInfo:
             ),
             short_names=tuple(data["short_names"]),
             categories=tuple(data["categories"]),
-            tracks_generation=data["tracks_generation"],
-            allow_unconditional_update=data["allow_unconditional_update"],
-            allow_create_on_update=data["allow_create_on_update"],
             list_kind=data["list_kind"],
             table_columns=tuple(Column(*c) for c in data["table_columns"]),
             schema_ref=data["schema_ref"],
@@ -736,9 +727,6 @@ def build_builtin_catalogue() -> Catalogue:
                 known_subresources=subs,
                 short_names=extra.SHORT_NAMES.get(key, ()),
                 categories=extra.CATEGORIES.get(key, ()),
-                tracks_generation=key in extra.TRACKS_GENERATION,
-                allow_unconditional_update=key not in extra.NO_UNCONDITIONAL_UPDATE,
-                allow_create_on_update=key in extra.CREATE_ON_UPDATE,
                 table_columns=_columns(extra.TABLE_COLUMNS.get(key, extra.DEFAULT_COLUMNS)),
                 schema_ref=schema_ref,
                 storage_group=extra.SHARED_STORAGE.get(key, (None, ""))[0],

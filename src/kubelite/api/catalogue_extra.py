@@ -11,10 +11,6 @@ follow):
 
 - short names and categories: each kind's ``ShortNames()``/``Categories()`` in
   ``pkg/registry/*/*/storage/storage.go`` (what ``kubectl api-resources`` prints);
-- generation tracking: the strategies whose ``PrepareForCreate`` sets ``Generation = 1``
-  (``pkg/registry/*/*/strategy.go``; apiextensions-apiserver for CRDs);
-- unconditional update / create-on-update: each strategy's ``AllowUnconditionalUpdate()`` and
-  ``AllowCreateOnUpdate()``;
 - table columns: ``pkg/printers/internalversion/printers.go``, restricted to the columns a JSON
   path can express (see :class:`ColumnSpec`);
 - group order: the APIService group priorities kube-apiserver registers
@@ -86,11 +82,11 @@ DEFAULT_COLUMNS: tuple[ColumnSpec, ...] = (NAME, AGE)
 EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 
-#: Subresources kubelite serves; the others lightkube knows (pods/log, pods/binding,
-#: pods/eviction, pods/ephemeralcontainers, pods/resize, certificatesigningrequests/approval)
-#: are listed in ResourceInfo.known_subresources with served=False and are neither routed nor
-#: discovered.
-SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize", "token"})
+#: Subresources kubelite serves (their storages: kubelite.api.subresources and .kinds); the
+#: others lightkube knows (pods/log, pods/eviction, pods/ephemeralcontainers, pods/resize,
+#: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
+#: served=False and are neither routed nor discovered.
+SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize", "token", "binding"})
 
 #: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which
 #: is this order; apiregistration.k8s.io, served by the aggregator itself, comes first.
@@ -173,50 +169,6 @@ CATEGORIES: dict[Key, tuple[str, ...]] = {
     ("apiregistration.k8s.io", "apiservices"): ("api-extensions",),
 }
 
-#: Kinds whose create sets metadata.generation = 1 and whose spec changes bump it.
-TRACKS_GENERATION: frozenset[Key] = frozenset(
-    {
-        ("", "pods"),  # unconditionally since 1.33 (pod strategy PrepareForCreate)
-        ("", "replicationcontrollers"),
-        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
-        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-        ("apps", "daemonsets"),
-        ("apps", "deployments"),
-        ("apps", "replicasets"),
-        ("apps", "statefulsets"),
-        ("autoscaling", "horizontalpodautoscalers"),  # behind HPAGeneration (on by default)
-        ("batch", "cronjobs"),
-        ("batch", "jobs"),
-        ("discovery.k8s.io", "endpointslices"),
-        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
-        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
-        ("networking.k8s.io", "ingressclasses"),
-        ("networking.k8s.io", "ingresses"),
-        ("networking.k8s.io", "networkpolicies"),
-        ("policy", "poddisruptionbudgets"),
-        ("resource.k8s.io", "deviceclasses"),
-        ("resource.k8s.io", "devicetaintrules"),
-        ("resource.k8s.io", "resourceslices"),
-    }
-)
-
-#: Kinds whose AllowUnconditionalUpdate is false: a PUT without metadata.resourceVersion is 422.
-#: Every other built-in allows it (Pod included: its strategy returns true in 1.37).
-NO_UNCONDITIONAL_UPDATE: frozenset[Key] = frozenset(
-    {
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-        ("apiregistration.k8s.io", "apiservices"),
-        ("coordination.k8s.io", "leases"),
-        ("resource.k8s.io", "devicetaintrules"),  # v1 and later; v1beta2/v1alpha3 allowed it
-    }
-)
-
-#: Kinds whose AllowCreateOnUpdate is true: a PUT to an absent name creates it (201).
 #: Kinds served at several versions over one storage, as kube-apiserver does: (group, plural) ->
 #: (the group, version) that owns the keys and the stored form. Conversions between the stored
 #: and served forms are in kubelite.api.conversion.
@@ -225,20 +177,6 @@ SHARED_STORAGE: dict[Key, tuple[str, str]] = {
     ("events.k8s.io", "events"): ("", "v1"),
     ("autoscaling", "horizontalpodautoscalers"): ("autoscaling", "v2"),
 }
-
-CREATE_ON_UPDATE: frozenset[Key] = frozenset(
-    {
-        ("", "endpoints"),
-        ("", "events"),
-        ("", "limitranges"),
-        ("coordination.k8s.io", "leases"),
-        ("events.k8s.io", "events"),  # the same storage and strategy as core events
-        ("rbac.authorization.k8s.io", "clusterrolebindings"),
-        ("rbac.authorization.k8s.io", "clusterroles"),
-        ("rbac.authorization.k8s.io", "rolebindings"),
-        ("rbac.authorization.k8s.io", "roles"),
-    }
-)
 
 
 def _int(name: str, path: str, priority: int = 0, description: str = "") -> ColumnSpec:

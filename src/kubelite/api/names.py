@@ -29,33 +29,34 @@ _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def is_subdomain(name: str) -> bool:
-    return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.match(name))
+    return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(name))
 
 
 def is_dns1035(name: str) -> bool:
-    return len(name) <= 63 and bool(_DNS1035_LABEL.match(name))
+    return len(name) <= 63 and bool(_DNS1035_LABEL.fullmatch(name))
 
-
-# Kinds whose names must be DNS-1123 labels rather than subdomains (apimachinery's validators).
-LABEL_NAMED = frozenset({"Namespace", "Service"})
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 MAX_GENERATED_PREFIX = 58
 
 
-def name_errors(kind: str, name: str) -> list[str]:
-    """Messages for an invalid name (empty list: valid)."""
+def subdomain_errors(name: str) -> list[str]:
+    """Messages for a name that is not a DNS-1123 subdomain (most kinds' names)."""
     errors: list[str] = []
-    if kind in LABEL_NAMED:
-        if len(name) > 63:
-            errors.append("must be no more than 63 characters")
-        if not _DNS1123_LABEL.match(name):
-            errors.append(LABEL_MESSAGE)
-    else:
-        if len(name) > 253:
-            errors.append("must be no more than 253 characters")
-        if not _DNS1123_SUBDOMAIN.match(name):
-            errors.append(SUBDOMAIN_MESSAGE)
+    if len(name) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.fullmatch(name):
+        errors.append(SUBDOMAIN_MESSAGE)
+    return errors
+
+
+def label_errors(name: str) -> list[str]:
+    """Messages for a name that is not a DNS-1123 label (Namespace and Service names)."""
+    errors: list[str] = []
+    if len(name) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL.fullmatch(name):
+        errors.append(LABEL_MESSAGE)
     return errors
 
 

@@ -9,10 +9,11 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from kubelite.api import errors
+from kubelite.api import errors, validation
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError
 from kubelite.api.merge_patch import json_merge_patch
+from kubelite.api.rest import ObjectUpdate, Warnings
 from kubelite.api.stored import Obj
 from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
@@ -59,3 +60,40 @@ def apply_patch(
 @functools.cache
 def _patch_schema(name: str) -> Schema:
     return Schema.from_definitions(load_schema_definitions(), name)
+
+
+def patch_update(
+    info: ResourceInfo,
+    name: str,
+    patch_type: str,
+    patch: Any,
+    *,
+    schema: ResourceInfo | None,
+    field_validation: str = validation.IGNORE,
+    warnings: Warnings | None = None,
+) -> ObjectUpdate:
+    """A PATCH's update: the patch applied to the current object, on every try of the optimistic
+    loop (so a patch without a resourceVersion never conflicts). ``schema`` is the kind of the
+    patched objects (None for views such as Scale: no strategic merge schema, no field
+    validation); ``field_validation`` checks the patched object's fields as kube's patcher does
+    (Strict: 422; Warn: ``warnings``)."""
+
+    async def apply(current: Obj | None) -> Obj:
+        if current is None:
+            raise errors.not_found(info.plural, info.group, name)
+        patched = apply_patch(schema or info, current, patch_type, patch, schema=schema is not None)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        checked = schema is not None and bool(schema.schema_ref or schema.schema)
+        if schema is not None and checked and field_validation != validation.IGNORE:
+            found = validation.strict_errors(schema, patched)
+            if found and field_validation == validation.STRICT:
+                raise validation.patch_validation_error(patched, found)
+            if warnings is not None:
+                warnings.texts[:] = validation.warnings_for(found)
+        metadata = patched.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            raise errors.bad_request("metadata must be an object")
+        return patched
+
+    return apply

@@ -1,5 +1,5 @@
 """The values this server last wrote, by key: a guess at the current value of a recently written
-object, so that ``Registry.guaranteed_update`` can skip its read (kube-apiserver's cacher hands
+object, so that ``GenericStore.guaranteed_update`` can skip its read (kube-apiserver's cacher hands
 GuaranteedUpdate the watch cache's copy for the same reason).
 
 A guess is never trusted: the compare-and-swap decides. A stale guess (another server wrote the

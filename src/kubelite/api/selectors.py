@@ -34,9 +34,11 @@ while kinds with no conversion of their own, ConfigMap among them, fall back to 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from kubelite.api import errors
 
 Operator = Literal["=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"]
 DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
@@ -452,3 +454,38 @@ def object_fields(obj: Mapping[str, Any], extra: Collection[str] = ()) -> dict[s
         else:
             fields[path] = ""
     return fields
+
+
+Matcher = Callable[[dict[str, Any]], bool]
+
+
+def object_matcher(label_text: str, field_text: str, name: str | None = None) -> Matcher | None:
+    """The objects a request's ``labelSelector`` and ``fieldSelector`` select (and, for a watch
+    of one object, its ``name``); None when nothing is selected out. A malformed selector is
+    kube-apiserver's 400 with the parser's text."""
+    if not label_text and not field_text:
+        labels: LabelSelector | None = None
+        fields: FieldSelector | None = None
+    else:
+        try:
+            labels = parse_label_selector(label_text)
+            fields = parse_field_selector(field_text)
+        except SelectorError as exc:
+            raise errors.bad_request(str(exc))
+    if labels is None and name is None:
+        return None
+
+    def matches(obj: dict[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        if name is not None and meta.get("name") != name:
+            return False
+        if labels is None or fields is None:
+            return True
+        return labels.matches(meta.get("labels") or {}) and fields.matches(
+            {
+                "metadata.name": meta.get("name", ""),
+                "metadata.namespace": meta.get("namespace", ""),
+            }
+        )
+
+    return matches

@@ -23,8 +23,6 @@ from kubelite.storage import KeyValue
 
 Obj = dict[str, Any]
 
-NAMESPACE_KEY_PREFIX = "/registry/namespaces/"
-
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -56,6 +56,7 @@ from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
+from kubelite.api.listing import wait_for_revision
 from kubelite.api.stored import decode, from_storage, storage_prefix
 from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
 from kubelite.storage.interface import Event, Watch
@@ -71,7 +72,6 @@ DEFAULT_MIN_AGE_SECONDS = 75.0
 DEFAULT_BOOKMARK_INTERVAL = 60.0
 DEFAULT_MAX_LAG = 10_000
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-TOO_LARGE_WAIT_SECONDS = 3.0  # kube-apiserver waits this long for a future RV on watch-list
 YIELD_EVERY = 256  # the feeder lets watchers run after this many events in a row
 
 
@@ -127,16 +127,8 @@ def validate_watch_options(
                 "resourceVersionMatch",
                 "resourceVersionMatch is forbidden when continue is provided",
             )
-    if not causes:
-        return
-    texts = [f"{c.field}: {c.message}" for c in causes]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    raise APIError(
-        422,
-        "Invalid",
-        f'ListOptions.meta.k8s.io "" is invalid: {joined}',
-        {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [c.as_dict() for c in causes]},
-    )
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
 
 
 def parse_send_initial_events(value: str | None) -> bool | None:
@@ -404,7 +396,7 @@ class WatchCache:
         try:
             if initial:
                 if requested:
-                    await self._wait_for_revision(requested)
+                    await wait_for_revision(self.store, requested)
                 listing = await self.store.list(prefix)
                 position = listing.revision
                 for kv in listing.items:
@@ -431,17 +423,6 @@ class WatchCache:
                     yield event
         finally:
             self._watchers -= 1
-
-    async def _wait_for_revision(self, revision: int) -> None:
-        deadline = time.monotonic() + TOO_LARGE_WAIT_SECONDS
-        while (current := await self.store.current_revision()) < revision:
-            if time.monotonic() >= deadline:
-                raise errors.timeout(
-                    f"Too large resource version: {revision}, current: {current}",
-                    [Cause("ResourceVersionTooLarge", "Too large resource version")],
-                    retry_after=1,
-                )
-            await asyncio.sleep(0.05)
 
     async def _serve(
         self, prefix: str, position: int, matches: Matcher | None, allow_bookmarks: bool

@@ -11,6 +11,7 @@ import orjson
 
 from kubelite.api import authn, errors
 from kubelite.api.errors import APIError
+from kubelite.api.request import RequestInfo
 from kubelite.server import protobuf
 
 Scope = dict[str, Any]
@@ -28,6 +29,10 @@ PATCH_TYPES = (
 )
 
 
+#: A request's info until the request-info filter parses it.
+UNPARSED = RequestInfo("", "")
+
+
 class Request:
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
@@ -40,15 +45,18 @@ class Request:
             ).items()
         }
         self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-        self._receive = receive
+        self.receive = receive
         self.raw = b""
-        self.user = authn.ADMIN  # set by KubeliteApp.authenticate
+        #: set by the request-info filter
+        self.info = UNPARSED
+        #: set by the authentication filter (the admin when authentication is off)
+        self.user = authn.ADMIN
 
     async def body(self) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await self._receive()
+            message = await self.receive()
             if message["type"] == "http.disconnect":
                 raise errors.bad_request("client disconnected")
             chunk = message.get("body", b"")
@@ -66,7 +74,7 @@ class Request:
         gets the 413 instead of a reset connection."""
         size = 0
         while message.get("more_body") and size < DISCARD_LIMIT:
-            message = await self._receive()
+            message = await self.receive()
             size += len(message.get("body", b""))
 
     async def json(self) -> Any:
@@ -106,7 +114,7 @@ async def send_json(
     headers: tuple[tuple[bytes, bytes], ...] = (),
     content_type: bytes = JSON,
 ) -> None:
-    data = orjson.dumps(body)
+    data = orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE)  # kube's encoder ends with \n
     await send(
         {
             "type": "http.response.start",

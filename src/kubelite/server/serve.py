@@ -17,21 +17,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubelite.api import crds
-from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
-from kubelite.api.crdcontroller import CRDController
-from kubelite.api.errors import APIError
-from kubelite.api.namespaces import NamespaceLifecycle
-from kubelite.api.registry import Registry
-from kubelite.api.watchcache import WatchCacheSet
-from kubelite.server.asgi import KubeliteApp
+from kubelite.server.assembly import running
 from kubelite.server.http import listen, serve_http
 from kubelite.server.tls import ServingFiles, ensure_serving_files
-from kubelite.storage import StoreOptions, open_store
+from kubelite.storage import StoreOptions
 
 log = logging.getLogger(__name__)
-
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +77,6 @@ def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> 
     return path
 
 
-async def ensure_namespaces(registry: Registry, catalogue: Catalogue) -> None:
-    info = catalogue.lookup("", "v1", "namespaces")
-    assert info is not None
-    for name in SYSTEM_NAMESPACES:
-        try:
-            await registry.create(info, None, {"metadata": {"name": name}})
-        except APIError as exc:
-            if exc.reason != "AlreadyExists":
-                raise
-
-
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
     """The data directory, the admin token and the TLS files, each made on first start."""
     data_dir = Path(options.data_dir).absolute()
@@ -111,24 +91,11 @@ def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
 async def serve(options: ServeOptions) -> None:
     data_dir, token, tls = prepare_data_dir(options)
     url = options.storage or f"sqlite://{data_dir}/state.db"
-    store = await open_store(
-        url,
-        StoreOptions(
-            retention_seconds=options.history_seconds,
-            min_retained_revisions=options.history_revisions,
-        ),
+    store_options = StoreOptions(
+        retention_seconds=options.history_seconds,
+        min_retained_revisions=options.history_revisions,
     )
-    try:
-        catalogue = load_builtin_catalogue()
-        registry = Registry(store)
-        caches = WatchCacheSet(store)
-        crd_controller = CRDController(registry, catalogue, caches)
-        registry.hooks[(crds.GROUP, crds.PLURAL)] = crd_controller.hooks()
-        await crd_controller.start()
-        await ensure_namespaces(registry, catalogue)
-        lifecycle = NamespaceLifecycle(registry, catalogue)
-        lifecycle.start()
-        app = KubeliteApp(registry, catalogue, token, lifecycle, caches)
+    async with running(url, store_options, token=token) as server:
         sock = listen(options.bind_address, options.port)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -136,12 +103,5 @@ async def serve(options: ServeOptions) -> None:
         kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
         print(f"kubelite serving on {server_url}", flush=True)
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
-        try:
-            await serve_http(app, sock, tls, on_stop=app.shutting_down.set)
-        finally:
-            await lifecycle.close()
-            await crd_controller.close()
-            await caches.close()
-    finally:
-        await store.close()
+        await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set)
     print("kubelite stopped", file=sys.stderr, flush=True)

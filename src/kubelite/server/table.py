@@ -44,6 +44,7 @@ def table(
     *,
     include_object: str = "Metadata",
     continue_token: str = "",
+    remaining_item_count: int | None = None,
 ) -> dict[str, Any]:
     now = datetime.now(UTC)
     columns = info.table_columns
@@ -57,6 +58,8 @@ def table(
     metadata: dict[str, Any] = {"resourceVersion": resource_version}
     if continue_token:
         metadata["continue"] = continue_token
+    if remaining_item_count is not None:
+        metadata["remainingItemCount"] = remaining_item_count
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

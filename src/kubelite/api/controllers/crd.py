@@ -1,10 +1,10 @@
-"""CRDs at work: the CRD kind's strategy, and the controller that turns stored CRDs into served
-kinds (and deletes a CRD's objects before the CRD itself).
+"""CRDs at work: the controller that turns stored CRDs into served kinds (and deletes a CRD's
+objects before the CRD itself). The CRD kind's strategy is :mod:`kubelite.api.kinds.apiextensions`.
 
 :class:`CRDController` follows the stored CRDs with a store watch, as every kubelite server over
 the same store must: its catalogue serves each established CRD's served versions
-(:func:`kubelite.api.crds.infos`), and stops serving them when the CRD is gone (its watch caches
-closed, so open watch streams of those kinds end). A CRD write does not answer before this
+(:func:`kubelite.api.kinds.crds.infos`), and stops serving them when the CRD is gone (its watch
+caches closed, so open watch streams of those kinds end). A CRD write does not answer before this
 server's controller has seen it (:meth:`CRDController.caught_up`), so a client that creates a CRD
 can use its kind at once.
 
@@ -21,45 +21,21 @@ import contextlib
 import logging
 from typing import Any
 
-from kubelite.api import crds, errors
-from kubelite.api import resourceversion as rv
+from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
-from kubelite.api.hooks import KindHooks, Obj
+from kubelite.api.kinds import crds
 from kubelite.api.listing import ListOptions
 from kubelite.api.registry import Registry
-from kubelite.api.stored import decode, now, storage_prefix
+from kubelite.api.rest import Context, Updater, WriteOptions
+from kubelite.api.stored import clone, decode, storage_prefix
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.storage import Compacted, EventType, WatchOverflow
 
 log = logging.getLogger(__name__)
 
+Obj = dict[str, Any]
+
 CAUGHT_UP_TIMEOUT = 10.0
-
-
-class CRDHooks(KindHooks):
-    """The CRD kind's strategy: defaults, validation, the cleanup finalizer and the status."""
-
-    def __init__(self, catalogue: Catalogue, controller: CRDController) -> None:
-        self.catalogue = catalogue
-        self.controller = controller
-
-    def on_create(self, info: ResourceInfo, obj: Obj) -> None:
-        crds.apply_defaults(obj)
-        crds.validate(obj)
-        finalizers = obj["metadata"].setdefault("finalizers", [])
-        if crds.CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(crds.CLEANUP_FINALIZER)
-        crds.set_status(obj, self.catalogue, now())
-
-    def on_update(self, info: ResourceInfo, current: Obj, new: Obj, subresource: str) -> None:
-        if subresource == "status":
-            return
-        crds.apply_defaults(new)
-        crds.validate(new, current)
-        crds.set_status(new, self.catalogue, now())
-
-    async def after_write(self, info: ResourceInfo, obj: Obj) -> None:
-        await self.controller.caught_up(int(rv.of(obj) or 0))
 
 
 class CRDController:
@@ -68,6 +44,7 @@ class CRDController:
         registry: Registry,
         catalogue: Catalogue,
         caches: WatchCacheSet,
+        terminating: set[tuple[str, str]],
         *,
         retry_seconds: float = 0.2,
     ) -> None:
@@ -78,15 +55,15 @@ class CRDController:
         self.registry = registry
         self.catalogue = catalogue
         self.caches = caches
+        #: (group, plural) of custom kinds whose CRD is being deleted (their creates get 405);
+        #: shared with the custom resource strategy
+        self.terminating = terminating
         self.retry_seconds = retry_seconds
         self.revision = 0
         self._served: dict[str, list[ResourceInfo]] = {}
         self._cleanups: dict[str, asyncio.Task[None]] = {}
         self._seen = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
-
-    def hooks(self) -> CRDHooks:
-        return CRDHooks(self.catalogue, self)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -165,17 +142,17 @@ class CRDController:
         self._served[name] = new
         kind = (crd["spec"]["group"], crd["spec"]["names"]["plural"])
         if crd["metadata"].get("deletionTimestamp"):
-            self.registry.custom.terminating.add(kind)
+            self.terminating.add(kind)
             held = crds.CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or [])
             running = name in self._cleanups and not self._cleanups[name].done()
             if held and not running:
                 self._cleanups[name] = asyncio.get_running_loop().create_task(self._cleanup(crd))
         else:
-            self.registry.custom.terminating.discard(kind)
+            self.terminating.discard(kind)
 
     def _forget(self, name: str, revision: int) -> None:
         for info in self._served.pop(name, []):
-            self.registry.custom.terminating.discard((info.group, info.plural))
+            self.terminating.discard((info.group, info.plural))
             self._unserve(info, revision)
 
     def _unserve(self, info: ResourceInfo, revision: int) -> None:
@@ -202,7 +179,7 @@ class CRDController:
                 if not items:
                     break
                 await asyncio.sleep(self.retry_seconds)  # objects held by their finalizers
-            await self.registry.remove_finalizer(self.info, None, name, crds.CLEANUP_FINALIZER)
+            await self._remove_cleanup_finalizer(name)
         except errors.APIError as exc:
             if exc.code != 404:
                 log.exception("CRD controller: cleaning up %s failed", name)
@@ -210,3 +187,22 @@ class CRDController:
             raise
         except Exception:
             log.exception("CRD controller: cleaning up %s failed", name)
+
+    async def _remove_cleanup_finalizer(self, name: str) -> None:
+        """The CRD's last step: without the cleanup finalizer the deleting CRD is purged."""
+        storage = self.registry.storage(self.info)
+        assert isinstance(storage, Updater)
+
+        async def drop(current: Obj | None) -> Obj:
+            if current is None:
+                raise errors.not_found(crds.PLURAL, crds.GROUP, name)
+            current = clone(current)
+            meta = current["metadata"]
+            rest = [f for f in meta.get("finalizers") or [] if f != crds.CLEANUP_FINALIZER]
+            if rest:
+                meta["finalizers"] = rest
+            else:
+                meta.pop("finalizers", None)
+            return current
+
+        await storage.update(Context(), name, drop, WriteOptions())

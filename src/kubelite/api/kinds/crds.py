@@ -12,7 +12,7 @@ A CRD is stored like any other object. What apiextensions-apiserver adds, kubeli
   CRD's kinds as soon as it is stored), or NamesAccepted False when another kind of the group
   already uses the plural or kind;
 - the ``customresourcecleanup.apiextensions.k8s.io`` finalizer, so that deleting a CRD first
-  deletes its objects (:mod:`kubelite.api.crdcontroller`) and then the CRD;
+  deletes its objects (:mod:`kubelite.api.controllers.crd`) and then the CRD;
 - :func:`infos`: the declaration of each served version as a ResourceInfo, so custom objects go
   through the same registry, routes, discovery, OpenAPI and Table code as built-in kinds.
 
@@ -483,9 +483,6 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
                 subresources=served_subs,
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
-                tracks_generation=True,
-                allow_unconditional_update=False,
-                allow_create_on_update=False,
                 list_kind=names.get("listKind") or names["kind"] + "List",
                 table_columns=_columns(version.get("additionalPrinterColumns")),
                 builtin=False,

@@ -22,6 +22,7 @@ from kubelite.api import errors
 from kubelite.api.authn import API_AUDIENCE, User
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
+from kubelite.api.rest import Context, WriteOptions
 
 Obj = dict[str, Any]
 
@@ -41,8 +42,17 @@ REVIEWS = frozenset(
 TokenCheck = Callable[[str], Awaitable[User | None]]
 
 
-def is_review(info: ResourceInfo) -> bool:
-    return (info.group, info.plural) in REVIEWS
+class ReviewREST:
+    """A review kind's storage: create only, answered and never stored."""
+
+    object_info = None
+
+    def __init__(self, info: ResourceInfo, check_token: TokenCheck) -> None:
+        self.info = info
+        self.check_token = check_token
+
+    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+        return await answer(self.info, ctx.namespace, body, ctx.user, self.check_token)
 
 
 async def answer(

@@ -1,0 +1,70 @@
+"""The admission seam: plugins that see every write after the kind's strategy prepared it and
+may change it (mutating) or refuse it (validating), as kube-apiserver's admission chain does.
+
+The generic store calls :meth:`Admission.admit` after ``prepare_for_create``/``prepare_for_update``
+and before defaults and validation, and :meth:`Admission.validate` after validation, just before
+the write, for create, update (PUT, PATCH and subresources) and delete. Both run inside the
+optimistic loop, so they may run more than once for one request, and for dry-run requests too
+(``Attributes.dry_run`` says so). A plugin refuses by raising an
+:class:`~kubelite.api.errors.APIError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
+
+from kubelite.api.authn import User
+from kubelite.api.catalogue import ResourceInfo
+
+Obj = dict[str, Any]
+
+CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
+
+
+class Attributes(NamedTuple):
+    """One write as admission sees it (kube's admission.Attributes)."""
+
+    operation: str
+    info: ResourceInfo
+    namespace: str | None
+    name: str
+    #: the object to be stored (None on delete)
+    obj: Obj | None
+    #: the stored object (None on create)
+    old: Obj | None
+    user: User
+    subresource: str = ""
+    dry_run: bool = False
+
+
+class MutatingPlugin(Protocol):
+    async def admit(self, attrs: Attributes) -> None:
+        """Change ``attrs.obj`` in place, or raise to refuse."""
+        ...
+
+
+class ValidatingPlugin(Protocol):
+    async def validate(self, attrs: Attributes) -> None:
+        """Raise to refuse the write."""
+        ...
+
+
+class Admission:
+    """The chain: mutating plugins in order, then (after validation) validating plugins."""
+
+    def __init__(
+        self,
+        mutating: Sequence[MutatingPlugin] = (),
+        validating: Sequence[ValidatingPlugin] = (),
+    ) -> None:
+        self.mutating = list(mutating)
+        self.validating = list(validating)
+
+    async def admit(self, attrs: Attributes) -> None:
+        for plugin in self.mutating:
+            await plugin.admit(attrs)
+
+    async def validate(self, attrs: Attributes) -> None:
+        for plugin in self.validating:
+            await plugin.validate(attrs)

@@ -1,0 +1,267 @@
+"""The namespace controller: empties a terminating namespace, then lets it go (what
+kube-controller-manager's namespace controller does).
+
+A namespace whose DELETE set ``deletionTimestamp`` (:mod:`kubelite.api.kinds.namespaces`) is
+emptied: every object of every namespaced kind in the catalogue stored under it is deleted
+through the registry, so objects with ``metadata.finalizers`` are only marked and are waited for.
+Once nothing is left the controller removes ``kubernetes`` from ``spec.finalizers`` through the
+``finalize`` subresource; the write that leaves both finalizer lists empty deletes the namespace.
+
+It is a controller like any client's: it learns of deletions from a watch on namespaces (the
+watch cache), writes only through the registry's storages (conflict-checked), and keeps no state
+of its own, so it is crash-safe: on start the watch's initial events show every terminating
+namespace again. Namespaces held by finalizers are re-checked with exponential back-off, and
+every namespace is looked at again every ``resync_seconds``. Work is done in pages of
+``page_size`` objects, yielding the event loop between pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kubelite.api import errors
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.errors import APIError
+from kubelite.api.kinds.namespaces import KUBERNETES_FINALIZER, namespace_info
+from kubelite.api.listing import ListOptions
+from kubelite.api.registry import Registry
+from kubelite.api.rest import (
+    Context,
+    DeleteOptions,
+    Lister,
+    Updater,
+    Watcher,
+    WatchOptions,
+    WriteOptions,
+)
+from kubelite.api.stored import clone, storage_prefix
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class NamespaceController:
+    """``start()`` runs the controller as tasks on the running loop; ``close()`` stops them.
+    ``wait_idle()`` (for tests) returns once a pass that began after the call found nothing it
+    could do (every terminating namespace gone or waiting on finalizers)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        *,
+        page_size: int = 256,
+        retry_min_seconds: float = 0.05,
+        retry_max_seconds: float = 2.0,
+        resync_seconds: float = 60.0,
+    ) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        self.info: ResourceInfo = namespace_info(catalogue)
+        self.page_size = page_size
+        self.retry_min_seconds = retry_min_seconds
+        self.retry_max_seconds = retry_max_seconds
+        self.resync_seconds = resync_seconds
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Condition()
+        self._pass_seq = 0
+        self._idle_seq = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the controller on the running event loop (idempotent)."""
+        if self._tasks and not all(t.done() for t in self._tasks):
+            return
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._run(), name="kubelite-namespace-controller"),
+            loop.create_task(self._follow(), name="kubelite-namespace-watch"),
+        ]
+
+    async def close(self) -> None:
+        """Stop the controller and wait for it to end; what it did so far is in storage."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        async with self._idle:
+            self._idle.notify_all()
+
+    async def wait_idle(self) -> None:
+        """Wait for a controller pass begun after this call that had nothing left to do."""
+        if not self._tasks:
+            raise RuntimeError("the namespace controller is not running")
+        want = self._pass_seq + 1
+        self._wake.set()
+        async with self._idle:
+            await self._idle.wait_for(lambda: self._idle_seq >= want or not self._tasks)
+
+    # -- what wakes it ---------------------------------------------------------------------------
+
+    async def _follow(self) -> None:
+        """Wake a pass whenever a namespace is (or is seen) terminating."""
+        watcher = self.registry.storage(self.info)
+        assert isinstance(watcher, Watcher)
+        while True:
+            try:
+                events = watcher.watch(Context(), WatchOptions())
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if (event.object.get("metadata") or {}).get("deletionTimestamp"):
+                            self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.debug("namespace controller: the watch ended; watching again", exc_info=True)
+            await asyncio.sleep(self.retry_min_seconds)
+
+    async def _run(self) -> None:
+        delay = self.retry_min_seconds
+        while True:
+            self._wake.clear()
+            self._pass_seq += 1
+            seq = self._pass_seq
+            try:
+                progressed, pending = await self._pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("namespace controller pass failed; retrying")
+                progressed, pending = False, True
+            if progressed:
+                delay = self.retry_min_seconds
+                await asyncio.sleep(0)
+                continue
+            async with self._idle:
+                self._idle_seq = seq
+                self._idle.notify_all()
+            timeout = delay if pending else self.resync_seconds
+            if pending:
+                delay = min(delay * 2, self.retry_max_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    # -- one pass --------------------------------------------------------------------------------
+
+    async def _pass(self) -> tuple[bool, bool]:
+        """One look at every terminating namespace: (wrote anything, some are still waiting)."""
+        progressed = pending = False
+        listing = await self.registry.list(self.info, None)
+        for ns in listing["items"]:
+            if not ns["metadata"].get("deletionTimestamp"):
+                continue
+            wrote, done = await self._sync(ns)
+            progressed |= wrote
+            pending |= not done
+        return progressed, pending
+
+    async def _sync(self, ns: Obj) -> tuple[bool, bool]:
+        """Advance one terminating namespace: (wrote anything, finished with it)."""
+        name = ns["metadata"]["name"]
+        finalizers = (ns.get("spec") or {}).get("finalizers") or []
+        if finalizers and KUBERNETES_FINALIZER not in finalizers:
+            return False, True  # finalized by us already; other finalizers' owners act next
+        wrote, remaining = await self._delete_content(name)
+        if remaining:
+            return wrote, False
+        try:
+            changed = await self._finalize(name, ns["metadata"].get("uid", ""))
+        except APIError as exc:
+            if exc.code in (404, 409):
+                return wrote, True
+            raise
+        return wrote or changed, True
+
+    async def _finalize(self, name: str, uid: str) -> bool:
+        """Remove ``kubernetes`` from the namespace's ``spec.finalizers`` through ``finalize``
+        (a write that leaves the namespace purgeable deletes it)."""
+        finalize = self.registry.storage(self.info, "finalize")
+        assert isinstance(finalize, Updater)
+        changed = False
+
+        async def drop_ours(current: Obj | None) -> Obj:
+            nonlocal changed
+            info = self.info
+            if current is None:
+                raise errors.not_found(info.plural, info.group, name)
+            if uid and current["metadata"].get("uid") != uid:
+                raise errors.conflict(info.plural, info.group, name)  # a new one: not ours
+            current = clone(current)
+            spec = current.get("spec")
+            before = spec.get("finalizers") if isinstance(spec, dict) else None
+            if isinstance(spec, dict) and isinstance(before, list):
+                rest = [f for f in before if f != KUBERNETES_FINALIZER]
+                changed = rest != before
+                if rest:
+                    spec["finalizers"] = rest
+                else:
+                    spec.pop("finalizers")
+            return current
+
+        await finalize.update(Context(), name, drop_ours, WriteOptions())
+        return changed
+
+    def _content_kinds(self) -> list[ResourceInfo]:
+        """One kind per storage prefix (HPA v1 and v2 share one)."""
+        out: dict[str, ResourceInfo] = {}
+        for info in self.catalogue:
+            if info.namespaced:
+                out.setdefault(storage_prefix(info, None), info)
+        return list(out.values())
+
+    async def _delete_content(self, namespace: str) -> tuple[bool, int]:
+        """Delete (or mark, when finalizers hold them) everything stored in ``namespace``:
+        (wrote anything, objects still present)."""
+        wrote = False
+        remaining = 0
+        for info in self._content_kinds():
+            async for obj in self._objects(info, namespace):
+                meta = obj["metadata"]
+                if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                    remaining += 1
+                    continue
+                try:
+                    _, gone = await self.registry.delete(
+                        info,
+                        namespace,
+                        meta["name"],
+                        DeleteOptions(precondition_uid=str(meta.get("uid") or "")),
+                    )
+                except APIError as exc:
+                    if exc.code == 404:
+                        continue
+                    if exc.code == 409:  # replaced meanwhile: look again next pass
+                        remaining += 1
+                        continue
+                    raise
+                wrote = True
+                if not gone:
+                    remaining += 1
+        return wrote, remaining
+
+    async def _objects(self, info: ResourceInfo, namespace: str) -> AsyncIterator[Obj]:
+        """Every object of ``info`` in ``namespace``, read a page at a time."""
+        lister = self.registry.storage(info)
+        if not isinstance(lister, Lister):
+            return
+        token = ""
+        while True:
+            scan = lister.list(
+                Context(namespace), ListOptions(limit=self.page_size, continue_token=token)
+            )
+            async for page in scan.pages():
+                for obj in page:
+                    yield obj
+            token = scan.metadata.get("continue", "")
+            if not token:
+                return
+            await asyncio.sleep(0)

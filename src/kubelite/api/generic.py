@@ -1,0 +1,490 @@
+"""The generic store: every verb of one resource turned into storage calls, with the kind's
+strategy plugged in at fixed points (kube-apiserver's ``registry/generic/registry.Store``).
+
+It never names a kind: what differs between kinds is its :class:`~kubelite.api.strategy.Strategy`.
+Every write runs inside :meth:`GenericStore.guaranteed_update`, the one optimistic-concurrency loop
+(kube's GuaranteedUpdate): read, compute the new object, compare-and-swap on the revision read,
+and on losing the race compute again from the value the store returns. Only explicit
+resourceVersion or UID preconditions surface as 409; internal contention never does.
+
+A write, step by step::
+
+    create:  object metadata (objectmeta.prepare_new) -> strategy.prepare_for_create
+             -> mutating admission -> strategy.default -> strategy.validate
+             -> strategy.canonicalize -> validating admission -> store.create (generateName retried)
+    update:  ObjectUpdate(current) -> preconditions (uid, resourceVersion)
+             -> objectmeta.prepare_update -> strategy.prepare_for_update -> mutating admission
+             -> strategy.default -> metadata and strategy validation -> strategy.canonicalize
+             -> validating admission -> store.update (or store.delete when the update removed the
+                last finalizer of a deleting object, or store.create for create-on-update)
+    delete:  preconditions -> validating admission -> the propagation policy's finalizers
+             -> store.update marking it deleting (finalizers hold it) or store.delete
+
+Dry-run is decided in one place, :class:`DryRunWrites`: the same steps, the store left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubelite.api import deletion, errors, objectmeta
+from kubelite.api import resourceversion as rv
+from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
+from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.errors import APIError, Cause
+from kubelite.api.listing import ListOptions, ListScan, parse_rv_query, wait_for_revision
+from kubelite.api.names import generate_name
+from kubelite.api.recent import RecentValues
+from kubelite.api.rest import (
+    Context,
+    DeleteOptions,
+    GetOptions,
+    ObjectUpdate,
+    WatchOptions,
+    WriteOptions,
+)
+from kubelite.api.stored import clone, decode, encode, meta_of, same_stored, storage_key
+from kubelite.api.strategy import Strategy
+from kubelite.storage import Conflict, KeyExists, KeyValue, NotFound, Store
+
+if TYPE_CHECKING:
+    from kubelite.api.watchcache import WatchCacheSet, WatchEvent
+
+Obj = dict[str, Any]
+AfterWrite = Callable[[Obj], Awaitable[None]]
+
+GENERATE_NAME_ATTEMPTS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Backing:
+    """What every storage of one server shares: the store, the values this server wrote last
+    (the starting guess of guaranteed_update), the watch caches and the admission chain."""
+
+    store: Store
+    recent: RecentValues
+    caches: WatchCacheSet
+    admission: Admission
+
+
+@dataclass(frozen=True, slots=True)
+class Purge:
+    """A step's answer that deletes the key; ``answer`` is what the verb returns: stamped with
+    the deletion's revision (a DELETE), or with the revision it replaced (an update that removed
+    the last finalizer answers with the object it was sent, as kube-apiserver does)."""
+
+    answer: Obj
+    at_deletion: bool = True
+
+
+Step = Callable[[Obj | None], Awaitable[Obj | Purge]]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    obj: Obj
+    written: bool = False
+    created: bool = False
+    purged: bool = False
+
+
+class DryRunWrites:
+    """The store's writes, each of which may be a dry run (kube's DryRunnableStorage): a dry run
+    decides everything a write would from a fresh read and stores nothing. Returns the revision
+    the object is answered with: the new one, or for a dry run the one it has (0 on create)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create(self, key: str, value: bytes, dry_run: bool) -> int:
+        if not dry_run:
+            return await self.store.create(key, value)
+        current = await self.store.get(key)
+        if current is not None:
+            raise KeyExists(key, current)
+        return 0
+
+    async def update(self, key: str, value: bytes, expected: int, dry_run: bool) -> int:
+        if dry_run:
+            return expected
+        return await self.store.update(key, value, expected)
+
+    async def delete(self, key: str, expected: int, dry_run: bool) -> int:
+        if dry_run:
+            return expected
+        revision, _ = await self.store.delete(key, expected)
+        return revision
+
+
+class GenericStore:
+    """The storage of one resource: get, list, watch, create, update (PUT and PATCH), delete
+    and deletecollection, with ``strategy`` deciding what is special about the kind.
+    ``after_write`` (kube's AfterCreate/AfterUpdate/AfterDelete) runs once a write is stored."""
+
+    def __init__(
+        self,
+        info: ResourceInfo,
+        strategy: Strategy,
+        backing: Backing,
+        *,
+        after_write: AfterWrite | None = None,
+    ) -> None:
+        self.info = info
+        self.strategy = strategy
+        self.backing = backing
+        self.store = backing.store
+        self.writes = DryRunWrites(backing.store)
+        self.after_write = after_write
+
+    @property
+    def object_info(self) -> ResourceInfo:
+        return self.info
+
+    def namespace(self, ctx: Context) -> str | None:
+        return ctx.namespace if self.info.namespaced else None
+
+    def key(self, ctx: Context, name: str) -> str:
+        return storage_key(self.info, self.namespace(ctx), name)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
+        requested = parse_rv_query(opts.resource_version)
+        if requested:
+            await wait_for_revision(self.store, requested)
+        kv = await self.store.get(self.key(ctx, name))
+        if kv is None:
+            raise errors.not_found(self.info.plural, self.info.group, name)
+        return decode(kv, self.info)
+
+    def list(self, ctx: Context, opts: ListOptions) -> ListScan:
+        return ListScan(self.store, self.info, self.namespace(ctx), opts)
+
+    def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
+        return self.backing.caches.get(self.info).watch(
+            self.namespace(ctx),
+            parse_rv_query(opts.resource_version),
+            opts.matcher,
+            send_initial_events=opts.send_initial_events,
+            allow_bookmarks=opts.allow_bookmarks,
+        )
+
+    # -- create ----------------------------------------------------------------------------------
+
+    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+        obj = clone(body)
+        objectmeta.prepare_new(self.info, self.namespace(ctx), obj, self.strategy.name_errors)
+        await self.admit_new(ctx, obj, opts.dry_run)
+        stored = await self._insert(ctx, obj, opts.dry_run)
+        if not opts.dry_run:
+            await self._after(stored)
+        return stored
+
+    async def admit_new(self, ctx: Context, obj: Obj, dry_run: bool) -> None:
+        """A new object through the strategy and admission, up to the write."""
+        strategy, info = self.strategy, self.info
+        strategy.prepare_for_create(info, obj)
+        name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
+        admission = self.backing.admission
+        attrs = Attributes(
+            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", dry_run
+        )
+        if admission.mutating:
+            await admission.admit(attrs)
+        strategy.default(info, obj)
+        self._raise_invalid(obj, strategy.validate(info, obj))
+        strategy.canonicalize(info, obj)
+        if admission.validating:
+            await admission.validate(attrs)
+
+    async def _insert(self, ctx: Context, obj: Obj, dry_run: bool) -> Obj:
+        """Store a new object, generating its name (up to 8 tries) when it has generateName."""
+        info, meta = self.info, obj["metadata"]
+        generated = "name" not in meta
+        for _ in range(GENERATE_NAME_ATTEMPTS if generated else 1):
+            if generated:
+                meta["name"] = generate_name(meta["generateName"])
+            key = self.key(ctx, meta["name"])
+            data = encode(obj, info)
+            try:
+                revision = await self.writes.create(key, data, dry_run)
+            except KeyExists as exc:
+                if generated:
+                    continue
+                deleting = "deletionTimestamp" in (decode(exc.current, info).get("metadata") or {})
+                raise errors.already_exists(
+                    info.plural, info.group, meta["name"], deleting=deleting
+                )
+            if dry_run:
+                return obj
+            self.backing.recent.put(KeyValue(key, data, revision, revision, 1))
+            return rv.stamp(obj, revision)
+        raise errors.already_exists(info.plural, info.group, meta["name"])
+
+    # -- update ----------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        ctx: Context,
+        name: str,
+        update: ObjectUpdate,
+        opts: WriteOptions,
+        *,
+        strategy: Strategy | None = None,
+        subresource: str = "",
+    ) -> tuple[Obj, bool]:
+        """Replace the object by what ``update`` makes of the current one, through ``strategy``
+        (a subresource's; default the kind's). Returns (the object, whether it was created)."""
+        chosen = strategy or self.strategy
+
+        async def step(current: Obj | None) -> Obj | Purge:
+            if current is None:
+                if subresource or not chosen.allow_create_on_update:
+                    raise errors.not_found(self.info.plural, self.info.group, name)
+                new = await update(None)
+                return await self._create_on_update(ctx, name, new, opts)
+            new = await update(current)
+            if new is current:
+                raise TypeError("an ObjectUpdate must return a new object, not change current")
+            return await self._updated(ctx, name, new, current, chosen, subresource, opts)
+
+        result = await self.guaranteed_update(self.key(ctx, name), name, step, opts.dry_run)
+        if result.written and not opts.dry_run:
+            await self._after(result.obj)
+        return result.obj, result.created
+
+    async def _create_on_update(self, ctx: Context, name: str, new: Obj, opts: WriteOptions) -> Obj:
+        """A PUT to an absent name of a kind that allows it: a create, through the create path."""
+        meta = new.setdefault("metadata", {})
+        meta["name"] = name
+        meta.pop("resourceVersion", None)  # a create through PUT ignores it
+        objectmeta.prepare_new(self.info, self.namespace(ctx), new, self.strategy.name_errors)
+        await self.admit_new(ctx, new, opts.dry_run)
+        return new
+
+    async def _updated(
+        self,
+        ctx: Context,
+        name: str,
+        new: Obj,
+        current: Obj,
+        strategy: Strategy,
+        subresource: str,
+        opts: WriteOptions,
+    ) -> Obj | Purge:
+        info = self.info
+        objectmeta.check_type_meta(info, new)
+        self._check_update_preconditions(ctx, name, new, current, strategy)
+        objectmeta.prepare_update(info, new, current)
+        strategy.prepare_for_update(info, new, current)
+        admission = self.backing.admission
+        attrs = Attributes(
+            UPDATE, info, self.namespace(ctx), name, new, current, ctx.user, subresource,
+            opts.dry_run,
+        )  # fmt: skip
+        if admission.mutating:
+            await admission.admit(attrs)
+        strategy.default(info, new)
+        causes = objectmeta.update_causes(new, current)
+        self._raise_invalid(new, causes + strategy.validate_update(info, new, current))
+        strategy.canonicalize(info, new)
+        if admission.validating:
+            await admission.validate(attrs)
+        if strategy.should_delete_during_update(new):
+            return Purge(new, at_deletion=False)
+        return new
+
+    def _check_update_preconditions(
+        self, ctx: Context, name: str, new: Obj, current: Obj, strategy: Strategy
+    ) -> None:
+        """The body's uid (a storage precondition) and resourceVersion, in kube's order."""
+        info = self.info
+        meta, current_meta = meta_of(new), current["metadata"]
+        if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
+            raise errors.conflict(
+                info.plural,
+                info.group,
+                name,
+                "StorageError: invalid object, Code: 4, Key: "
+                f"{self.key(ctx, name)}, ResourceVersion: 0, AdditionalErrorMsg: Precondition "
+                f"failed: UID in precondition: {meta['uid']}, UID in object meta: "
+                f"{current_meta.get('uid')}",
+            )
+        requested = objectmeta.requested_version(new)
+        if not requested and not strategy.allow_unconditional_update:
+            raise errors.invalid(
+                info.plural,
+                info.group,
+                name,
+                [
+                    Cause(
+                        "FieldValueInvalid",
+                        "Invalid value: 0: must be specified for an update",
+                        "metadata.resourceVersion",
+                    )
+                ],
+            )
+        if requested and requested != int(current_meta["resourceVersion"]):
+            raise errors.conflict(info.plural, info.group, name)
+
+    # -- delete ----------------------------------------------------------------------------------
+
+    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
+        """DELETE. Returns (the answer, gone): the answer is the object while finalizers keep
+        it (or when the kind returns deleted objects), else a Status."""
+
+        async def step(current: Obj | None) -> Obj | Purge:
+            if current is None:
+                raise errors.not_found(self.info.plural, self.info.group, name)
+            self.check_delete_preconditions(current, opts)
+            attrs = Attributes(
+                DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
+                opts.dry_run,
+            )  # fmt: skip
+            if self.backing.admission.validating:
+                await self.backing.admission.validate(attrs)
+            return self.deletion(current, opts)
+
+        result = await self.guaranteed_update(self.key(ctx, name), name, step, opts.dry_run)
+        if result.written and not opts.dry_run:
+            await self._after(result.obj)
+        if not result.purged:
+            return result.obj, False
+        if self.strategy.returns_deleted_object:
+            return result.obj, True
+        return deletion.success_status(self.info, result.obj), True
+
+    def check_delete_preconditions(self, current: Obj, opts: DeleteOptions) -> None:
+        deletion.check_preconditions(self.info, current, opts)
+
+    def deletion(self, current: Obj, opts: DeleteOptions) -> Obj | Purge:
+        """What a DELETE makes of the stored object: kept and marked as being deleted while
+        finalizers (those it has, and the one its propagation policy adds) hold it, else
+        purged."""
+        meta = current["metadata"]
+        policy = self.strategy.default_gc_policy(self.info)
+        before = list(meta.get("finalizers") or [])
+        finalizers = deletion.gc_finalizers(policy, opts, before)
+        if not finalizers:
+            return Purge(current)
+        marked = clone(current)
+        marked["metadata"]["finalizers"] = finalizers
+        deletion.mark_deleting(marked)
+        marked["metadata"].pop("resourceVersion", None)
+        return marked
+
+    async def delete_collection(
+        self, ctx: Context, opts: DeleteOptions, list_opts: ListOptions
+    ) -> Obj:
+        """Delete every object the list selects (each as a DELETE would); answers the list."""
+        listing = await collect(self.list(ctx, list_opts))
+        for item in listing["items"]:
+            meta = item["metadata"]
+            item_ctx = Context(meta.get("namespace"), ctx.user, ctx.request)
+            try:
+                await self.delete(item_ctx, meta["name"], opts)
+            except APIError as exc:
+                if exc.code != 404:
+                    raise
+        return listing
+
+    # -- the optimistic loop -----------------------------------------------------------------
+
+    async def guaranteed_update(self, key: str, name: str, step: Step, dry_run: bool) -> Written:
+        """Apply ``step`` to the current object (None when absent) and compare-and-swap what it
+        returns: a new object (stored, or created when absent), or :class:`Purge` (deleted). On
+        a lost race, ``step`` runs again on the value the store returns. Equal bytes are not
+        written (no-op: the current object, same resourceVersion, no event).
+
+        It starts from the value this server last wrote, when it has one (:mod:`recent`), and
+        reads the store only when it has none, when the CAS says the guess was stale, or before
+        it lets an error or a no-op computed from the guess stand. A dry run always reads."""
+        info, recent = self.info, self.backing.recent
+        kv = None if dry_run else recent.get(key)
+        guessed = kv is not None
+        if kv is None:
+            kv = await self.store.get(key)
+        while True:
+            try:
+                new = await step(None if kv is None else decode(kv, info))
+            except APIError:
+                if not guessed:
+                    raise
+                kv, guessed = await self.store.get(key), False
+                continue
+            try:
+                if isinstance(new, Purge):
+                    assert kv is not None
+                    revision = await self.writes.delete(key, kv.mod_revision, dry_run)
+                    if not dry_run:
+                        recent.drop(key)
+                    stamp = revision if new.at_deletion else kv.mod_revision
+                    return Written(rv.stamp(new.answer, stamp), written=True, purged=True)
+                data = encode(new, info)
+                if kv is None:
+                    revision = await self.writes.create(key, data, dry_run)
+                    if dry_run:
+                        return Written(new, written=True, created=True)
+                    recent.put(KeyValue(key, data, revision, revision, 1))
+                    return Written(rv.stamp(new, revision), written=True, created=True)
+                if same_stored(data, kv.value, info):
+                    if guessed:
+                        kv, guessed = await self.store.get(key), False
+                        continue
+                    return Written(decode(kv, info))
+                revision = await self.writes.update(key, data, kv.mod_revision, dry_run)
+                if not dry_run:
+                    recent.put(KeyValue(key, data, kv.create_revision, revision, kv.version + 1))
+                return Written(rv.stamp(new, revision), written=True)
+            except (Conflict, KeyExists) as exc:
+                kv, guessed = exc.current, False
+            except NotFound:
+                recent.drop(key)
+                kv, guessed = None, False
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _raise_invalid(self, obj: Obj, causes: Sequence[Cause]) -> None:
+        if causes:
+            name = str((obj.get("metadata") or {}).get("name", ""))
+            raise errors.invalid(self.info.kind, self.info.group, name, list(causes))
+
+    async def _after(self, obj: Obj) -> None:
+        if self.after_write is not None:
+            await self.after_write(obj)
+
+
+class ReadsOf:
+    """The reads (get, list, watch) of a generic store, for a storage that serves some of its
+    verbs and not others (a read-only kind; the Namespace without deletecollection)."""
+
+    def __init__(self, store: GenericStore) -> None:
+        self.store = store
+        self.info = store.info
+
+    @property
+    def object_info(self) -> ResourceInfo:
+        return self.info
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
+        return await self.store.get(ctx, name, opts)
+
+    def list(self, ctx: Context, opts: ListOptions) -> ListScan:
+        return self.store.list(ctx, opts)
+
+    def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
+        return self.store.watch(ctx, opts)
+
+
+async def collect(scan: ListScan) -> Obj:
+    """A whole List read through ``scan``."""
+    items = [obj async for page in scan.pages() for obj in page]
+    info = scan.info
+    return {
+        "kind": info.list_kind,
+        "apiVersion": info.group_version,
+        "metadata": scan.metadata,
+        "items": items,
+    }

@@ -1,0 +1,111 @@
+"""The kind table: which strategy and which storages serve each kind.
+
+Everything kind-specific lives in this package: a kind's strategy (its module by group family),
+and for the few kinds with verbs of their own, their storages (namespaces, service accounts and
+their tokens, pods and bindings, component statuses, the review kinds, CRDs). Every other
+built-in kind is served by the generic store with its strategy (or the default one), plus the
+generic ``status`` and ``scale`` subresources it declares; every custom resource by the generic
+store with the custom resource strategy.
+
+The generic machinery (``kubelite.api.generic``, ``registry``, ``rest``, ``strategy`` and the
+server's handlers) never imports this package; an import-linter contract in ``make check``
+keeps it so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubelite.api.authn import ServiceAccountTokens, User
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.generic import Backing, GenericStore
+from kubelite.api.kinds import core, namespaces, platform, reviews, workloads
+from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
+from kubelite.api.kinds.custom import CustomResourceStrategy
+from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
+from kubelite.api.registry import Registry, Storages
+from kubelite.api.strategy import Strategy
+from kubelite.api.subresources import generic_subresources
+from kubelite.storage import Store
+
+StorageFactory = Callable[[ResourceInfo, Backing], Storages]
+
+#: Every built-in kind whose strategy is not the default, by (group, plural).
+STRATEGIES: dict[tuple[str, str], Strategy] = {
+    **core.STRATEGIES,
+    **workloads.STRATEGIES,
+    **platform.STRATEGIES,
+}
+DEFAULT_STRATEGY = Strategy()
+
+
+def standard_storages(info: ResourceInfo, strategy: Strategy, backing: Backing) -> Storages:
+    """The generic store and the generic subresources ``info`` declares."""
+    store = GenericStore(info, strategy, backing)
+    return {"": store, **generic_subresources(store)}
+
+
+class BuiltinKinds:
+    """The kind table of a server (:class:`kubelite.api.registry.Kinds`).
+
+    ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
+    Two hooks are set once the objects they belong to exist, as they need the registry built
+    with this table: :attr:`check_token` (TokenReview asks who a token is) and
+    :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
+    """
+
+    def __init__(self, catalogue: Catalogue, tokens: ServiceAccountTokens | None = None) -> None:
+        self.catalogue = catalogue
+        self.tokens = tokens
+        self.custom = CustomResourceStrategy()
+        self.crds = CRDStorages(catalogue)
+        self.check_token: TokenCheck | None = None
+        self._special: dict[tuple[str, str], StorageFactory] = {
+            (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
+            ("", "serviceaccounts"): self._service_accounts,
+            ("", "pods"): core.pod_storages,
+            ("", "bindings"): self._bindings,
+            ("", "componentstatuses"): core.read_only_storages,
+            ("apiextensions.k8s.io", "customresourcedefinitions"): self.crds,
+        }
+        for review in reviews.REVIEWS:
+            self._special[review] = self._review
+
+    @property
+    def terminating_custom_kinds(self) -> set[tuple[str, str]]:
+        """(group, plural) of custom kinds whose CRD is being deleted (creates get 405)."""
+        return self.custom.terminating
+
+    def set_crd_caught_up(self, caught_up: CaughtUp) -> None:
+        self.crds.caught_up = caught_up
+
+    def storages(self, info: ResourceInfo, backing: Backing) -> Storages:
+        if not info.builtin:
+            return standard_storages(info, self.custom, backing)
+        key = (info.group, info.plural)
+        special = self._special.get(key)
+        if special is not None:
+            return special(info, backing)
+        return standard_storages(info, STRATEGIES.get(key, DEFAULT_STRATEGY), backing)
+
+    def _service_accounts(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return core.service_account_storages(info, backing, self.tokens)
+
+    def _bindings(self, info: ResourceInfo, backing: Backing) -> Storages:
+        pods = self.catalogue.lookup("", "v1", "pods")
+        assert pods is not None
+        return core.binding_storages(
+            GenericStore(pods, core.STRATEGIES[("", "pods")], backing), info
+        )
+
+    def _review(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return {"": ReviewREST(info, self._check_token)}
+
+    async def _check_token(self, token: str) -> User | None:
+        return None if self.check_token is None else await self.check_token(token)
+
+
+def new_registry(store: Store, catalogue: Catalogue) -> Registry:
+    """A registry serving every built-in kind, without controllers or admission plugins (for
+    tests of the storages; a server is built by ``kubelite.server.assembly``)."""
+    return Registry(store, BuiltinKinds(catalogue))

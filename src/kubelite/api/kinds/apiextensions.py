@@ -1,0 +1,65 @@
+"""The CustomResourceDefinition kind: its strategy (defaults, validation with apiextensions'
+texts, the cleanup finalizer, and the status computed in the same write so a CRD is established
+when stored) and its storage, whose writes answer only once this server's CRD controller has
+applied them (:meth:`kubelite.api.controllers.crd.CRDController.caught_up`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from kubelite.api import resourceversion as rv
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.errors import Cause
+from kubelite.api.generic import Backing, GenericStore
+from kubelite.api.kinds import crds
+from kubelite.api.registry import Storages
+from kubelite.api.stored import now
+from kubelite.api.strategy import Obj, Strategy
+from kubelite.api.subresources import generic_subresources
+
+CaughtUp = Callable[[int], Awaitable[None]]
+
+
+class CRDStrategy(Strategy):
+    def __init__(self, catalogue: Catalogue) -> None:
+        super().__init__(tracks_generation=True, allow_unconditional_update=False)
+        self.catalogue = catalogue
+
+    def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
+        super().prepare_for_create(info, obj)
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if crds.CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(crds.CLEANUP_FINALIZER)
+
+    def default(self, info: ResourceInfo, obj: Obj) -> None:
+        crds.apply_defaults(obj)
+
+    def validate(self, info: ResourceInfo, obj: Obj) -> list[Cause]:
+        crds.validate(obj)  # raises the 422 with apiextensions' texts
+        return []
+
+    def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
+        crds.validate(new, old)
+        return []
+
+    def canonicalize(self, info: ResourceInfo, obj: Obj) -> None:
+        """The status the CRD controllers would write (names accepted, established, stored
+        versions), set in the same write."""
+        crds.set_status(obj, self.catalogue, now())
+
+
+class CRDStorages:
+    """Builds the CRD resource's storages; ``caught_up`` is the CRD controller's, set once the
+    controller exists (it needs the registry these storages belong to)."""
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.strategy = CRDStrategy(catalogue)
+        self.caught_up: CaughtUp | None = None
+
+    async def _written(self, obj: Obj) -> None:
+        if self.caught_up is not None:
+            await self.caught_up(int(rv.of(obj) or 0))
+
+    def __call__(self, info: ResourceInfo, backing: Backing) -> Storages:
+        store = GenericStore(info, self.strategy, backing, after_write=self._written)
+        return {"": store, **generic_subresources(store)}

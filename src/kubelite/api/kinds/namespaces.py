@@ -1,0 +1,271 @@
+"""The Namespace kind: its strategy, its storage (DELETE starts termination), the ``finalize``
+subresource, the NamespaceLifecycle admission plugin and the namespaces every cluster has.
+
+How a namespace goes (shared/spec/api-semantics.md §9; kube-apiserver's namespace storage and
+strategy, and the NamespaceLifecycle admission plugin):
+
+1. Create: ``status.phase`` is ``Active`` whatever was sent, and ``spec.finalizers`` includes
+   ``kubernetes``.
+2. DELETE: the first one sets ``metadata.deletionTimestamp`` and ``status.phase: Terminating``
+   and answers 200 with the object. From then on creates in it are refused (403, admission).
+   Another DELETE while ``spec.finalizers`` is non-empty answers 409; ``default``, ``kube-system``
+   and ``kube-public`` answer 403.
+3. The namespace controller (:mod:`kubelite.api.controllers.namespace`) deletes the content,
+   then removes ``kubernetes`` through ``finalize``; the write that leaves both finalizer lists
+   empty deletes the namespace.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubelite.api import errors
+from kubelite.api.admission import CREATE, DELETE, Attributes
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.errors import APIError, Cause
+from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.names import label_errors
+from kubelite.api.registry import Registry, Storages
+from kubelite.api.rest import (
+    Context,
+    DeleteOptions,
+    ObjectUpdate,
+    WriteOptions,
+)
+from kubelite.api.stored import clone, now
+from kubelite.api.strategy import StatusStrategy, Strategy, keep_generation
+from kubelite.api.subresources import StatusREST
+
+Obj = dict[str, Any]
+
+GROUP, PLURAL = "", "namespaces"
+#: The finalizer the namespace controller owns (``spec.finalizers``, not metadata's).
+KUBERNETES_FINALIZER = "kubernetes"
+#: Namespaces that may never be deleted (kube's NamespaceLifecycle admission plugin).
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+#: Namespaces a new server creates.
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+TERMINATING_CONFLICT = (
+    "The system is ensuring all content is removed from this namespace.  Upon completion, this "
+    "namespace will automatically be purged by the system."
+)
+
+
+def deletion_held(obj: Obj) -> bool:
+    """Whether ``spec.finalizers`` keeps a deleting Namespace stored."""
+    return bool((obj.get("spec") or {}).get("finalizers"))
+
+
+class NamespaceStrategy(Strategy):
+    def __init__(self) -> None:
+        super().__init__(returns_deleted_object=True)
+
+    def name_errors(self, name: str) -> list[str]:
+        return label_errors(name)
+
+    def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
+        """``status`` is ``{"phase": "Active"}`` whatever was sent, and ``spec.finalizers``
+        includes ``kubernetes`` (appended if others were given)."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        finalizers = spec.get("finalizers")
+        if not isinstance(finalizers, list):
+            finalizers = []
+        if KUBERNETES_FINALIZER not in finalizers:
+            finalizers = [*finalizers, KUBERNETES_FINALIZER]
+        spec["finalizers"] = finalizers
+        obj["status"] = {"phase": "Active"}
+
+    def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
+        """``spec.finalizers`` and ``status`` stay as stored: only ``finalize`` and ``status``
+        change them."""
+        finalizers = (old.get("spec") or {}).get("finalizers")
+        spec = new.get("spec")
+        if not isinstance(spec, dict):
+            spec = new["spec"] = {}
+        if finalizers:
+            spec["finalizers"] = copy.deepcopy(finalizers)
+        else:
+            spec.pop("finalizers", None)
+        super().prepare_for_update(info, new, old)  # the status, kept by its subresource
+
+    def should_delete_during_update(self, obj: Obj) -> bool:
+        return super().should_delete_during_update(obj) and not deletion_held(obj)
+
+
+class FinalizeStrategy(StatusStrategy):
+    """``PUT .../namespaces/<n>/finalize``: the status stays as stored, the rest (in practice
+    ``spec.finalizers``, checked: ``kubernetes`` or a qualified name) is the body's."""
+
+    def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+        spec = new.get("spec")
+        if isinstance(spec, dict) and not spec.get("finalizers"):
+            spec.pop("finalizers", None)  # an empty list is no list (omitempty)
+        keep_generation(new, old)
+
+    def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
+        raw = (new.get("spec") or {}).get("finalizers") or []
+        if not isinstance(raw, list):
+            raise errors.bad_request("spec.finalizers must be a list")
+        return [
+            Cause(
+                "FieldValueInvalid",
+                f'Invalid value: "{value}": name is neither a standard finalizer name nor is it '
+                "fully qualified",
+                f"spec.finalizers[{i}]",
+            )
+            for i, value in enumerate(raw)
+            if not isinstance(value, str) or (value != KUBERNETES_FINALIZER and "/" not in value)
+        ]
+
+
+class NamespaceStore(GenericStore):
+    """The generic store with the Namespace's DELETE: the first one starts termination."""
+
+    def check_delete_preconditions(self, current: Obj, opts: DeleteOptions) -> None:
+        """kube's namespace DELETE preconditions, with their own texts."""
+        meta = current["metadata"]
+        name = meta.get("name", "")
+        uid, version = opts.precondition_uid, opts.precondition_resource_version
+        if uid and uid != meta.get("uid"):
+            raise errors.conflict(
+                PLURAL,
+                GROUP,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{meta.get('uid')}",
+            )
+        if version and version != meta.get("resourceVersion"):
+            raise errors.conflict(
+                PLURAL,
+                GROUP,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {version}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
+
+    def deletion(self, current: Obj, opts: DeleteOptions) -> Obj | Purge:
+        if not current["metadata"].get("deletionTimestamp"):
+            marked = clone(current)
+            marked["metadata"]["deletionTimestamp"] = now()
+            status = marked.get("status")
+            if not isinstance(status, dict):
+                status = marked["status"] = {}
+            status["phase"] = "Terminating"
+            marked["metadata"].pop("resourceVersion", None)
+            return marked
+        if deletion_held(current):
+            raise errors.conflict(PLURAL, GROUP, current["metadata"]["name"], TERMINATING_CONFLICT)
+        return super().deletion(current, opts)
+
+
+class FinalizeREST:
+    """``namespaces/<n>/finalize``: update only."""
+
+    def __init__(self, store: GenericStore) -> None:
+        self.store = store
+        self.info = store.info
+        self.strategy = FinalizeStrategy(store.strategy)
+
+    @property
+    def object_info(self) -> ResourceInfo:
+        return self.info
+
+    async def update(
+        self, ctx: Context, name: str, update: ObjectUpdate, opts: WriteOptions
+    ) -> tuple[Obj, bool]:
+        return await self.store.update(
+            ctx, name, update, opts, strategy=self.strategy, subresource="finalize"
+        )
+
+
+class NamespaceREST(ReadsOf):
+    """The Namespace resource: every verb but deletecollection (as in kube-apiserver)."""
+
+    store: NamespaceStore
+
+    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+        return await self.store.create(ctx, body, opts)
+
+    async def update(
+        self, ctx: Context, name: str, update: ObjectUpdate, opts: WriteOptions
+    ) -> tuple[Obj, bool]:
+        return await self.store.update(ctx, name, update, opts)
+
+    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
+        return await self.store.delete(ctx, name, opts)
+
+
+def storages(info: ResourceInfo, backing: Backing) -> Storages:
+    store = NamespaceStore(info, NamespaceStrategy(), backing)
+    return {"": NamespaceREST(store), "status": StatusREST(store), "finalize": FinalizeREST(store)}
+
+
+class NamespaceLifecycleAdmission:
+    """kube's NamespaceLifecycle admission plugin: no new content in a namespace that does not
+    exist (404) or is being terminated (403), and the system namespaces are never deleted."""
+
+    def __init__(self, registry: Registry, info: ResourceInfo) -> None:
+        self.registry = registry
+        self.info = info
+
+    async def validate(self, attrs: Attributes) -> None:
+        target = attrs.info
+        if attrs.operation == DELETE and (target.group, target.plural) == (GROUP, PLURAL):
+            if attrs.name in IMMORTAL_NAMESPACES:
+                raise errors.forbidden(
+                    PLURAL, GROUP, attrs.name, "this namespace may not be deleted"
+                )
+            return
+        if attrs.operation != CREATE or not target.namespaced or not attrs.namespace:
+            return
+        if attrs.subresource:
+            return
+        namespace = await self._namespace(attrs.namespace)
+        if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.forbidden(
+                target.plural,
+                target.group,
+                attrs.name,
+                f"unable to create new content in namespace {attrs.namespace} because it is "
+                "being terminated",
+                [
+                    Cause(
+                        "NamespaceTerminating",
+                        f"namespace {attrs.namespace} is being terminated",
+                        "metadata.namespace",
+                    )
+                ],
+            )
+
+    async def _namespace(self, name: str) -> Obj:
+        try:
+            return await self.registry.get(self.info, None, name)
+        except APIError as exc:
+            if exc.code == 404:
+                raise errors.not_found(PLURAL, GROUP, name)
+            raise
+
+
+def namespace_info(catalogue: Catalogue) -> ResourceInfo:
+    info = catalogue.lookup(GROUP, "v1", PLURAL)
+    if info is None:
+        raise ValueError("the catalogue does not serve namespaces")
+    return info
+
+
+async def ensure_system_namespaces(registry: Registry, catalogue: Catalogue) -> None:
+    """Create the namespaces every cluster has, when they are missing."""
+    info = namespace_info(catalogue)
+    for name in SYSTEM_NAMESPACES:
+        try:
+            await registry.create(info, None, {"metadata": {"name": name}})
+        except APIError as exc:
+            if exc.reason != "AlreadyExists":
+                raise

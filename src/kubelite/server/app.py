@@ -1,0 +1,51 @@
+"""The ASGI application: the filter chain (:mod:`filters`) around the routes (:mod:`routes`),
+and the lifespan protocol. Built by :func:`kubelite.server.assembly.assemble`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubelite.api.catalogue import Catalogue
+from kubelite.api.registry import Registry
+from kubelite.server.filters import Auditor, Authenticator, Authorizer, Metrics, build_chain
+from kubelite.server.handlers import Handlers
+from kubelite.server.messages import Receive, Request, Scope, Send
+from kubelite.server.routes import Routes
+
+
+class KubeliteApp:
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        authenticator: Authenticator | None,
+        *,
+        authorizer: Authorizer | None = None,
+        auditor: Auditor | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        #: set when the server stops: open watch streams end
+        self.shutting_down = asyncio.Event()
+        routes = Routes(registry, catalogue, Handlers(self.shutting_down))
+        self.handle = build_chain(
+            routes,
+            authenticator=authenticator,
+            authorizer=authorizer,
+            auditor=auditor,
+            metrics=metrics,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        await self.handle(Request(scope, receive), send)

@@ -1,0 +1,81 @@
+"""Routing, after the filter chain: the non-resource paths (health, /version, discovery,
+OpenAPI, kubelite's admin endpoint) and resource requests, resolved through the catalogue to the
+storage that serves the resource or subresource, then handed to the verb's handler."""
+
+from __future__ import annotations
+
+from kubelite.api import errors
+from kubelite.api import resourceversion as rv
+from kubelite.api.catalogue import Catalogue
+from kubelite.api.registry import Registry
+from kubelite.server import discovery
+from kubelite.server.filters import HEALTH_PATHS
+from kubelite.server.handlers import Handlers, Target
+from kubelite.server.messages import Request, Send, send_json
+from kubelite.server.openapi import openapi_document
+
+COMPACT_PATH = "/kubelite/v1/compact"
+
+
+class Routes:
+    def __init__(self, registry: Registry, catalogue: Catalogue, handlers: Handlers) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        self.handlers = handlers
+
+    async def __call__(self, request: Request, send: Send) -> None:
+        if request.info.is_resource_request:
+            await self.handlers.serve(request, send, self.target(request))
+            return
+        path = request.path.rstrip("/") or "/"
+        if path in HEALTH_PATHS:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
+        if path == "/version":
+            await send_json(send, 200, discovery.version())
+            return
+        if path == COMPACT_PATH:
+            await self.compact(request, send)
+            return
+        document = discovery.document(self.catalogue, self.registry.storages, path)
+        if document is None and path.startswith("/openapi/"):
+            document = openapi_document(self.catalogue, path, request.query)
+        if document is None:
+            raise errors.path_not_found()
+        await send_json(send, 200, document)
+
+    def target(self, request: Request) -> Target:
+        """The resource a resource request names and the storage serving it; 404 for paths
+        that name none, or name one in a scope it does not have."""
+        ri = request.info
+        info = self.catalogue.lookup(ri.api_group, ri.api_version, ri.resource)
+        storage = None if info is None else self.registry.storage(info, ri.subresource)
+        if info is None or storage is None:
+            raise errors.path_not_found()
+        if info.namespaced and ri.name and not ri.namespace:
+            raise errors.path_not_found()
+        if not info.namespaced and ri.namespace_path:
+            raise errors.path_not_found()
+        return Target(request, info, storage)
+
+    async def compact(self, request: Request, send: Send) -> None:
+        """``POST /kubelite/v1/compact?revision=N``: drop history below N (an admin action)."""
+        if request.method != "POST":
+            raise errors.method_not_allowed()
+        text = request.query.get("revision", "")
+        try:
+            revision = rv.parse(text)
+        except rv.BadResourceVersion:
+            revision = 0
+        if not revision:
+            raise errors.bad_request(f"revision must be a positive integer, not {text!r}")
+        await self.registry.compact(revision)
+        message = f"history compacted up to revision {revision}"
+        await send_json(send, 200, errors.success_body(message))

@@ -1,0 +1,61 @@
+"""No module outside the kind table names a kind: the server and the API layer's generic modules
+never compare a resource, plural or Kind with a literal. Kind-specific behaviour belongs in the
+kind's strategy or storage (``kubelite.api.kinds``); the import-linter contracts in
+pyproject.toml keep the generic modules from importing it, and this test keeps them from
+checking kinds by name instead."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kubelite.api.catalogue import load_builtin_catalogue
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "kubelite"
+
+#: Modules that name kinds by their nature, each with the reason.
+EXEMPT = {
+    # the kind table and the kinds' own logic
+    "api/kinds": "strategies and storages of each kind",
+    "api/controllers": "controllers of one kind each (namespaces, CRDs)",
+    # declarations of the kinds, and codecs per kind (kube's generated code per type)
+    "api/catalogue_extra.py": "hand-written kind data: short names, columns, served versions",
+    "api/conversion.py": "conversions between the versions of Event and HorizontalPodAutoscaler",
+    "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
+    # the URL grammar has a namespaces/<name> segment
+    "server/requestinfo.py": "the path grammar: /namespaces/<ns>/",
+}
+
+
+def kind_names() -> set[str]:
+    names: set[str] = set()
+    for info in load_builtin_catalogue():
+        names.update((info.plural, info.kind))
+    return names
+
+
+def exempt(path: Path) -> bool:
+    relative = path.relative_to(SRC).as_posix()
+    return any(relative == key or relative.startswith(key + "/") for key in EXEMPT)
+
+
+def test_generic_modules_name_no_kind() -> None:
+    names = kind_names()
+    found: dict[str, set[str]] = {}
+    for layer in ("api", "server"):
+        for path in sorted((SRC / layer).rglob("*.py")):
+            if exempt(path):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in names:
+                    found.setdefault(path.relative_to(SRC).as_posix(), set()).add(node.value)
+    assert found == {}
+
+
+def test_the_check_sees_a_kind_named_by_a_literal() -> None:
+    """The scan above would catch the old style of branching on a kind."""
+    snippet = 'if info.group == "" and info.plural == "pods":\n    pass\n'
+    literals = {
+        node.value for node in ast.walk(ast.parse(snippet)) if isinstance(node, ast.Constant)
+    }
+    assert "pods" in literals & kind_names()

@@ -1,0 +1,318 @@
+"""The request path over HTTP: what each kind's strategy and storage decide (generation rules,
+propagation policies, finalizer rules, dry-run through every write path, verbs served), checked
+against a real ``kubelite serve``."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from harness import Server
+
+NS = "/api/v1/namespaces"
+CM = "/api/v1/namespaces/default/configmaps"
+APPS = "/apis/apps/v1/namespaces/default"
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+RC = "/api/v1/namespaces/default/replicationcontrollers"
+MERGE = "application/merge-patch+json"
+
+Obj = dict[str, Any]
+
+
+def workload(kind: str, name: str) -> Obj:
+    """A minimal valid object of an apps/v1 or batch/v1 workload kind."""
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"},
+    }
+    spec: Obj = {"selector": {"matchLabels": {"app": name}}, "template": template}
+    if kind == "statefulsets":
+        spec["serviceName"] = name
+    if kind == "jobs":
+        spec = {"template": template}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def watch_lines(server: Server, path: str, seconds: int) -> tuple[threading.Thread, list[Obj]]:
+    """A watch of ``path`` read in the background until it times out after ``seconds``."""
+    lines: list[Obj] = []
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    separator = "&" if "?" in path else "?"
+    req = urllib.request.Request(f"{server.url}{path}{separator}timeoutSeconds={seconds}")
+    req.add_header("Authorization", f"Bearer {server.token}")
+
+    def read() -> None:
+        with urllib.request.urlopen(req, context=context, timeout=60) as resp:
+            for line in resp:
+                lines.append(json.loads(line))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    return reader, lines
+
+
+# -- fix 1: dry-run on every write path -----------------------------------------------------------
+
+
+def test_kubectl_scale_dry_run_server_writes_nothing(server: Server) -> None:
+    server.request("POST", APPS + "/deployments", workload("deployments", "web"))
+    _, before = server.request("GET", APPS + "/deployments/web")
+    out = server.kubectl("scale", "deployment/web", "--replicas=5", "--dry-run=server")
+    assert "scaled (server dry run)" in out.stdout
+    _, after = server.request("GET", APPS + "/deployments/web")
+    assert after == before
+    code, scale = server.request(
+        "PATCH", APPS + "/deployments/web/scale?dryRun=All", {"spec": {"replicas": 4}}, MERGE
+    )
+    assert (code, scale["spec"]["replicas"]) == (200, 4)
+    assert server.request("GET", APPS + "/deployments/web")[1] == before
+    server.kubectl("scale", "deployment/web", "--replicas=3")
+    _, scaled = server.request("GET", APPS + "/deployments/web")
+    assert scaled["spec"]["replicas"] == 3
+    assert scaled["metadata"]["generation"] == 2  # a scale is a spec change
+
+
+def test_namespace_delete_honours_dry_run_in_the_delete_options_body(server: Server) -> None:
+    server.request("POST", NS, {"metadata": {"name": "keep"}})
+    code, answer = server.request("DELETE", NS + "/keep", {"dryRun": ["All"]})
+    assert code == 200
+    assert answer["status"]["phase"] == "Terminating"
+    _, stored = server.request("GET", NS + "/keep")
+    assert "deletionTimestamp" not in stored["metadata"]
+    assert stored["status"]["phase"] == "Active"
+    code, _ = server.request("PUT", NS + "/keep/finalize?dryRun=All", {**stored, "spec": {}})
+    assert code == 200
+    assert server.request("GET", NS + "/keep")[1]["spec"] == {"finalizers": ["kubernetes"]}
+
+
+# -- fix 2: generation per kind ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        (APPS + "/replicasets", "replicasets"),
+        (APPS + "/statefulsets", "statefulsets"),
+        (APPS + "/daemonsets", "daemonsets"),
+        (JOBS, "jobs"),
+    ],
+)
+def test_generation_moves_on_spec_changes_only(server: Server, path: str, kind: str) -> None:
+    code, made = server.request("POST", path, workload(kind, "g"))
+    assert code == 201, made
+    assert made["metadata"]["generation"] == 1
+    annotated = {"metadata": {"annotations": {"note": "x"}, "labels": {"l": "y"}}}
+    _, after = server.request("PATCH", path + "/g", annotated, MERGE)
+    assert after["metadata"]["annotations"] == {"note": "x"}
+    assert after["metadata"]["generation"] == 1
+    spec_change = {"spec": {"template": {"metadata": {"labels": {"app": "g", "v": "2"}}}}}
+    if kind != "jobs":  # a Job's template is immutable on a cluster; its spec.suspend is not
+        _, after = server.request("PATCH", path + "/g", spec_change, MERGE)
+    else:
+        _, after = server.request("PATCH", path + "/g", {"spec": {"suspend": True}}, MERGE)
+    assert after["metadata"]["generation"] == 2
+
+
+def test_deployment_generation_moves_on_annotation_changes_too(server: Server) -> None:
+    server.request("POST", APPS + "/deployments", workload("deployments", "d"))
+    _, after = server.request(
+        "PATCH", APPS + "/deployments/d", {"metadata": {"labels": {"x": "1"}}}, MERGE
+    )
+    assert after["metadata"]["generation"] == 1  # labels never count
+    _, after = server.request(
+        "PATCH", APPS + "/deployments/d", {"metadata": {"annotations": {"x": "1"}}}, MERGE
+    )
+    assert after["metadata"]["generation"] == 2
+
+
+def test_status_writes_keep_the_spec_and_never_move_generation(server: Server) -> None:
+    server.request("POST", APPS + "/deployments", workload("deployments", "s"))
+    body = {"metadata": {"labels": {"set": "by-status"}}, "spec": {"replicas": 9}}
+    _, after = server.request(
+        "PATCH", APPS + "/deployments/s/status", {**body, "status": {"replicas": 1}}, MERGE
+    )
+    assert after["status"] == {"replicas": 1}
+    assert "replicas" not in after["spec"] or after["spec"]["replicas"] != 9
+    assert "labels" not in after["metadata"]  # a Deployment's /status keeps its labels
+    assert after["metadata"]["generation"] == 1
+    server.request("POST", APPS + "/replicasets", workload("replicasets", "r"))
+    _, after = server.request(
+        "PATCH", APPS + "/replicasets/r/status", {**body, "status": {"replicas": 1}}, MERGE
+    )
+    assert after["metadata"]["labels"] == {"set": "by-status"}  # a ReplicaSet's lets them in
+
+
+# -- fix 3: propagation policies and each kind's default ---------------------------------------
+
+
+def test_orphan_and_foreground_add_their_finalizers(server: Server) -> None:
+    for name, policy, finalizer in (("o", "Orphan", "orphan"), ("f", "Foreground", None)):
+        server.request("POST", CM, {"metadata": {"name": name}})
+        code, answer = server.request("DELETE", f"{CM}/{name}", {"propagationPolicy": policy})
+        assert code == 200
+        assert answer["kind"] == "ConfigMap"  # kept by the finalizer: the object, not a Status
+        assert answer["metadata"]["deletionTimestamp"]
+        assert answer["metadata"]["finalizers"] == [finalizer or "foregroundDeletion"]
+        code, stored = server.request("GET", f"{CM}/{name}")
+        assert (code, stored["metadata"]["finalizers"]) == (200, answer["metadata"]["finalizers"])
+    # a second DELETE with another policy swaps the finalizer; Background removes both, and
+    # with nothing left to hold it the object goes
+    code, swapped = server.request("DELETE", CM + "/o", {"propagationPolicy": "Foreground"})
+    assert swapped["metadata"]["finalizers"] == ["foregroundDeletion"]
+    code, gone = server.request("DELETE", CM + "/o", {"propagationPolicy": "Background"})
+    assert (code, gone["kind"], gone["status"]) == (200, "Status", "Success")
+    assert server.request("GET", CM + "/o")[0] == 404
+    server.request("POST", CM, {"metadata": {"name": "b"}})
+    code, gone = server.request("DELETE", CM + "/b?propagationPolicy=Background")
+    assert (code, gone["kind"]) == (200, "Status")
+
+
+def test_a_kinds_default_policy_applies_when_none_is_sent(server: Server) -> None:
+    server.request("POST", JOBS, workload("jobs", "j"))
+    code, answer = server.request("DELETE", JOBS + "/j")
+    assert code == 200
+    assert answer["metadata"]["finalizers"] == ["orphan"]  # batch/v1 Jobs orphan their pods
+    rc = {"metadata": {"name": "rc"}, "spec": workload("replicasets", "rc")["spec"]}
+    rc["spec"]["selector"] = {"app": "rc"}
+    server.request("POST", RC, rc)
+    _, answer = server.request("DELETE", RC + "/rc")
+    assert answer["metadata"]["finalizers"] == ["orphan"]
+    server.request("POST", APPS + "/deployments", workload("deployments", "bg"))
+    code, answer = server.request("DELETE", APPS + "/deployments/bg")
+    assert (code, answer["kind"]) == (200, "Status")  # Background: gone at once
+    server.request("POST", JOBS, workload("jobs", "j2"))
+    code, answer = server.request("DELETE", JOBS + "/j2", {"propagationPolicy": "Background"})
+    assert (code, answer["kind"]) == (200, "Status")
+
+
+def test_kubectl_delete_cascade_orphan_leaves_the_object_waiting(server: Server) -> None:
+    server.request("POST", APPS + "/replicasets", workload("replicasets", "rs"))
+    server.kubectl("delete", "replicaset/rs", "--cascade=orphan", "--wait=false")
+    _, stored = server.request("GET", APPS + "/replicasets/rs")
+    assert stored["metadata"]["finalizers"] == ["orphan"]
+    assert stored["metadata"]["deletionTimestamp"]
+    assert stored["metadata"]["generation"] == 2  # the first mark moves a tracked generation
+
+
+# -- fix 4: finalizers of an object being deleted ----------------------------------------------
+
+
+def test_no_new_finalizers_on_an_object_being_deleted(server: Server) -> None:
+    server.request("POST", CM, {"metadata": {"name": "h", "finalizers": ["example.com/a"]}})
+    server.request("DELETE", CM + "/h")
+    patch = {"metadata": {"finalizers": ["example.com/a", "example.com/z", "example.com/b"]}}
+    code, body = server.request("PATCH", CM + "/h", patch, MERGE)
+    assert (code, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'ConfigMap "h" is invalid: metadata.finalizers: Forbidden: no new finalizers can be '
+        'added if the object is being deleted, found new finalizers []string{"example.com/b", '
+        '"example.com/z"}'
+    )
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: no new finalizers can be added if the object is being "
+            'deleted, found new finalizers []string{"example.com/b", "example.com/z"}',
+            "field": "metadata.finalizers",
+        }
+    ]
+    _, stored = server.request("GET", CM + "/h")
+    assert stored["metadata"]["finalizers"] == ["example.com/a"]
+
+
+def test_clearing_the_last_finalizer_shows_watchers_only_deleted(server: Server) -> None:
+    server.request("POST", CM, {"metadata": {"name": "last", "finalizers": ["example.com/a"]}})
+    _, marked = server.request("DELETE", CM + "/last")
+    rv = marked["metadata"]["resourceVersion"]
+    reader, events = watch_lines(server, f"{CM}?watch=1&resourceVersion={rv}", 3)
+    time.sleep(0.5)
+    code, answer = server.request("PATCH", CM + "/last", {"metadata": {"finalizers": None}}, MERGE)
+    assert code == 200
+    assert answer["kind"] == "ConfigMap"
+    assert "finalizers" not in answer["metadata"]  # the object as the request left it
+    assert answer["metadata"]["resourceVersion"] == rv
+    reader.join(30)
+    assert [e["type"] for e in events] == ["DELETED"]
+    deleted = events[0]["object"]
+    assert deleted["metadata"]["finalizers"] == ["example.com/a"]  # the last stored state
+    assert int(deleted["metadata"]["resourceVersion"]) > int(rv)
+    assert server.request("GET", CM + "/last")[0] == 404
+
+
+# -- fix 5 (GET): a resourceVersion the store has not reached --------------------------------------
+
+
+def test_get_with_a_future_resource_version_waits_then_answers_504(server: Server) -> None:
+    _, made = server.request("POST", CM, {"metadata": {"name": "rv"}})
+    rv = int(made["metadata"]["resourceVersion"])
+    code, same = server.request("GET", f"{CM}/rv?resourceVersion={rv}")
+    assert (code, same["metadata"]["name"]) == (200, "rv")
+    code, body = server.request("GET", f"{CM}/rv?resourceVersion={rv + 1000}")
+    assert code == 504
+    assert body["message"].startswith(f"Timeout: Too large resource version: {rv + 1000}, current:")
+    assert body["details"]["causes"] == [
+        {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    ]
+    assert body["details"]["retryAfterSeconds"] == 1
+
+
+# -- the verbs a resource serves follow from its storage ----------------------------------------
+
+
+def test_discovery_lists_the_verbs_each_storage_serves(server: Server) -> None:
+    _, core = server.request("GET", "/api/v1")
+    verbs = {r["name"]: r["verbs"] for r in core["resources"]}
+    assert verbs["namespaces"] == ["create", "delete", "get", "list", "patch", "update", "watch"]
+    assert verbs["namespaces/finalize"] == ["update"]
+    assert verbs["namespaces/status"] == ["get", "patch", "update"]
+    assert verbs["componentstatuses"] == ["get", "list", "watch"]
+    assert verbs["bindings"] == ["create"]
+    assert verbs["pods/binding"] == ["create"]
+    assert verbs["serviceaccounts/token"] == ["create"]
+    assert "deletecollection" in verbs["configmaps"]
+    code, _ = server.request("POST", "/api/v1/componentstatuses", {"metadata": {"name": "x"}})
+    assert code == 405
+    code, _ = server.request("DELETE", NS)
+    assert code == 405  # namespaces serve no deletecollection
+    code, _ = server.request("POST", CM + "/named", {"metadata": {"name": "named"}})
+    assert code == 405  # a create names no object
+
+
+def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    pods = "/api/v1/namespaces/default/pods"
+    server.request("POST", pods, pod)
+    binding = {
+        "metadata": {"name": "p", "annotations": {"bound": "yes"}},
+        "target": {"kind": "Node", "name": "node-1"},
+    }
+    code, answer = server.request("POST", pods + "/p/binding", binding)
+    assert (code, answer["status"]) == (201, "Success")
+    _, bound = server.request("GET", pods + "/p")
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert bound["metadata"]["annotations"] == {"bound": "yes"}
+    assert {"type": "PodScheduled", "status": "True"} in bound["status"]["conditions"]
+    assert bound["metadata"]["generation"] == 1  # a binding bypasses the pod strategy
+    code, body = server.request("POST", "/api/v1/namespaces/default/bindings", binding)
+    assert code == 409
+    assert body["message"] == (
+        'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node '
+        '"node-1"'
+    )
+    assert server.request("GET", "/api/v1/namespaces/default/bindings/p")[0] == 405
+
+
+def test_delete_answers_with_the_object_for_kinds_that_return_it(server: Server) -> None:
+    server.request(
+        "POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "a"}}
+    )
+    code, answer = server.request("DELETE", "/api/v1/namespaces/default/serviceaccounts/a")
+    assert (code, answer["kind"]) == (200, "ServiceAccount")
+    server.request("POST", CM, {"metadata": {"name": "s"}})
+    code, answer = server.request("DELETE", CM + "/s")
+    assert (code, answer["kind"]) == (200, "Status")
