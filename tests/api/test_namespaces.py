@@ -328,3 +328,26 @@ async def test_close_is_prompt_and_idempotent(lifecycle: Cluster) -> None:
     await lifecycle.controller.close()
     with pytest.raises(RuntimeError):
         await lifecycle.controller.wait_idle()
+
+
+async def test_content_that_orphans_by_default_is_deleted_too(lifecycle: Cluster) -> None:
+    """The controller deletes in the background, as kube's namespace deleter: a Job (batch/v1
+    orphans by default) must not wait on an ``orphan`` finalizer nobody removes."""
+    await make_ns(lifecycle, "jobs")
+    job = kind(lifecycle.catalogue, "batch", "jobs")
+    template = {"spec": {"containers": [{"name": "c", "image": "i"}], "restartPolicy": "Never"}}
+    await lifecycle.registry.create(
+        job, "jobs", {"metadata": {"name": "j"}, "spec": {"template": template}}
+    )
+    lifecycle.controller.start()
+    await lifecycle.delete("jobs")
+    await asyncio.wait_for(lifecycle.controller.wait_idle(), 10)
+    assert await names(lifecycle, "batch", "jobs", "jobs") == []
+    assert not await ns_exists(lifecycle, "jobs")
+
+
+async def test_the_first_delete_applies_the_propagation_policy(lifecycle: Cluster) -> None:
+    await make_ns(lifecycle, "o")
+    marked = await lifecycle.delete("o", propagation_policy="Orphan")
+    assert marked["metadata"]["finalizers"] == ["orphan"]
+    assert marked["status"]["phase"] == "Terminating"

@@ -167,6 +167,7 @@ def test_default_garbage_collection_policies(catalogue: Catalogue) -> None:
         (DELETE_DEPENDENTS, {"orphan_dependents": True}, [], ["orphan"]),
         (DELETE_DEPENDENTS, {"orphan_dependents": False}, ["orphan"], []),
         (UNSUPPORTED, {"propagation_policy": "Orphan"}, [], []),
+        (UNSUPPORTED, {}, ["a", "orphan", "foregroundDeletion"], ["a"]),  # stripped
     ],
 )
 def test_propagation_policy_finalizers(

@@ -11,6 +11,7 @@ lost, or one that landed although the server said it did not, fails the test on 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import ssl
@@ -78,8 +79,8 @@ class Api:
         try:
             conn = self.connect()
             conn.request(method, path, data, headers)
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read() or b"{}")
+            with conn.getresponse() as resp:  # closed even when a killed server cuts the body
+                return resp.status, json.loads(resp.read() or b"{}")
         except (OSError, http.client.HTTPException):
             self.close()
             return 0, None
@@ -203,10 +204,11 @@ class Watcher:
 
     def _stream(self) -> None:
         api = Api(self.server, timeout=2.0)  # short reads: re-check whether we are done
+        stack = contextlib.ExitStack()  # the response is closed on every way out
         try:
             conn = api.connect()
             conn.request("GET", WATCH.format(rv=self.rv), headers=_auth(self.server))
-            resp = conn.getresponse()
+            resp = stack.enter_context(conn.getresponse())
             if resp.status == 410:
                 return self._relist()
             if resp.status != 200:
@@ -228,6 +230,7 @@ class Watcher:
         except (OSError, http.client.HTTPException):
             self.reconnects += 1
         finally:
+            stack.close()
             api.close()
         return None
 

@@ -298,6 +298,13 @@ def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
     assert bound["metadata"]["annotations"] == {"bound": "yes"}
     assert {"type": "PodScheduled", "status": "True"} in bound["status"]["conditions"]
     assert bound["metadata"]["generation"] == 1  # a binding bypasses the pod strategy
+    stale = {**binding, "metadata": {**binding["metadata"], "resourceVersion": "1"}}
+    code, body = server.request("POST", "/api/v1/namespaces/default/bindings", stale)
+    assert code == 409
+    assert body["message"].startswith(
+        'Operation cannot be fulfilled on pods "p": Precondition failed: ResourceVersion in '
+        "precondition: 1, ResourceVersion in object meta: "
+    )
     code, body = server.request("POST", "/api/v1/namespaces/default/bindings", binding)
     assert code == 409
     assert body["message"] == (
@@ -316,3 +323,18 @@ def test_delete_answers_with_the_object_for_kinds_that_return_it(server: Server)
     server.request("POST", CM, {"metadata": {"name": "s"}})
     code, answer = server.request("DELETE", CM + "/s")
     assert (code, answer["kind"]) == (200, "Status")
+
+
+def test_collection_paths_serve_only_collection_verbs(server: Server) -> None:
+    """PUT and PATCH name an object; across all namespaces a namespaced resource serves only
+    list and watch. Nothing is stored by a refused request."""
+    svc = {"metadata": {"generateName": "s-"}, "spec": {"ports": [{"port": 80}]}}
+    assert server.request("PUT", "/api/v1/namespaces/default/services", svc)[0] == 405
+    assert server.request("PATCH", CM, {"data": {"a": "b"}}, MERGE)[0] == 405
+    assert server.request("POST", "/api/v1/configmaps", {"metadata": {"name": "x"}})[0] == 405
+    assert server.request("DELETE", "/api/v1/configmaps")[0] == 405
+    code, everything = server.request("GET", "/api/v1/configmaps")
+    assert code == 200
+    assert everything["items"] == []
+    _, services = server.request("GET", "/api/v1/namespaces/default/services")
+    assert services["items"] == []

@@ -1,9 +1,10 @@
 """The admission seam: plugins that see every write after the kind's strategy prepared it and
 may change it (mutating) or refuse it (validating), as kube-apiserver's admission chain does.
 
-The generic store calls :meth:`Admission.admit` after ``prepare_for_create``/``prepare_for_update``
-and before defaults and validation, and :meth:`Admission.validate` after validation, just before
-the write, for create, update (PUT, PATCH and subresources) and delete. Both run inside the
+The generic store calls :meth:`Admission.admit` after defaults and before the kind's
+``prepare_for_create``/``prepare_for_update`` and validation, and :meth:`Admission.validate`
+after validation, just before the write, for create, update (PUT, PATCH and subresources) and
+delete (kube-apiserver's order, shared/spec/admission.md §1). Both run inside the
 optimistic loop, so they may run more than once for one request, and for dry-run requests too
 (``Attributes.dry_run`` says so). A plugin refuses by raising an
 :class:`~kubelite.api.errors.APIError`.
@@ -19,7 +20,7 @@ from kubelite.api.catalogue import ResourceInfo
 
 Obj = dict[str, Any]
 
-CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
+CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
 
 
 class Attributes(NamedTuple):

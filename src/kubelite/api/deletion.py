@@ -134,14 +134,14 @@ def _should_delete_in_foreground(opts: DeleteOptions, finalizers: list[str]) -> 
 def gc_finalizers(default_policy: str, opts: DeleteOptions, finalizers: list[str]) -> list[str]:
     """The object's finalizers once a DELETE's propagation policy is applied (kube's
     deletionFinalizersForGarbageCollection): both garbage-collector finalizers removed, the one
-    the policy asks for appended; the list unchanged when it holds the same set."""
-    if default_policy == UNSUPPORTED:
-        return finalizers
+    the policy asks for appended (none for a kind whose policy is Unsupported); the list
+    unchanged when it holds the same set."""
     kept = [f for f in finalizers if f not in _GC_FINALIZERS]
-    if _should_orphan(default_policy, opts, finalizers):
-        kept.append(ORPHAN_FINALIZER)
-    if _should_delete_in_foreground(opts, finalizers):
-        kept.append(FOREGROUND_FINALIZER)
+    if default_policy != UNSUPPORTED:  # a kind the collector ignores gets neither
+        if _should_orphan(default_policy, opts, finalizers):
+            kept.append(ORPHAN_FINALIZER)
+        if _should_delete_in_foreground(opts, finalizers):
+            kept.append(FOREGROUND_FINALIZER)
     return finalizers if set(kept) == set(finalizers) else kept
 
 

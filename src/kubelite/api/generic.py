@@ -7,20 +7,23 @@ Every write runs inside :meth:`GenericStore.guaranteed_update`, the one optimist
 and on losing the race compute again from the value the store returns. Only explicit
 resourceVersion or UID preconditions surface as 409; internal contention never does.
 
-A write, step by step::
+A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1)::
 
-    create:  object metadata (objectmeta.prepare_new) -> strategy.prepare_for_create
-             -> mutating admission -> strategy.default -> strategy.validate
-             -> strategy.canonicalize -> validating admission -> store.create (generateName retried)
+    create:  object metadata (objectmeta.prepare_new) -> strategy.default -> mutating admission
+             -> strategy.prepare_for_create -> strategy.validate -> strategy.canonicalize
+             -> validating admission -> store.create (generateName retried)
     update:  ObjectUpdate(current) -> preconditions (uid, resourceVersion)
-             -> objectmeta.prepare_update -> strategy.prepare_for_update -> mutating admission
-             -> strategy.default -> metadata and strategy validation -> strategy.canonicalize
+             -> objectmeta.prepare_update -> strategy.default -> mutating admission
+             -> strategy.prepare_for_update (status kept, generation rule)
+             -> metadata and strategy validation -> strategy.canonicalize
              -> validating admission -> store.update (or store.delete when the update removed the
                 last finalizer of a deleting object, or store.create for create-on-update)
-    delete:  preconditions -> validating admission -> the propagation policy's finalizers
+    delete:  mutating admission -> preconditions -> validating admission
+             -> the propagation policy's finalizers
              -> store.update marking it deleting (finalizers hold it) or store.delete
 
-Dry-run is decided in one place, :class:`DryRunWrites`: the same steps, the store left alone.
+Dry-run is decided in one place, :class:`kubelite.api.dryrun.Writes`: the same steps, the store
+left alone.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from kubelite.api import deletion, errors, objectmeta
 from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.listing import ListOptions, ListScan, parse_rv_query, wait_for_revision
 from kubelite.api.names import generate_name
@@ -47,7 +51,7 @@ from kubelite.api.rest import (
 )
 from kubelite.api.stored import clone, decode, encode, meta_of, same_stored, storage_key
 from kubelite.api.strategy import Strategy
-from kubelite.storage import Conflict, KeyExists, KeyValue, NotFound, Store
+from kubelite.storage import Conflict, KeyExists, NotFound, Store
 
 if TYPE_CHECKING:
     from kubelite.api.watchcache import WatchCacheSet, WatchEvent
@@ -90,34 +94,6 @@ class Written:
     purged: bool = False
 
 
-class DryRunWrites:
-    """The store's writes, each of which may be a dry run (kube's DryRunnableStorage): a dry run
-    decides everything a write would from a fresh read and stores nothing. Returns the revision
-    the object is answered with: the new one, or for a dry run the one it has (0 on create)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def create(self, key: str, value: bytes, dry_run: bool) -> int:
-        if not dry_run:
-            return await self.store.create(key, value)
-        current = await self.store.get(key)
-        if current is not None:
-            raise KeyExists(key, current)
-        return 0
-
-    async def update(self, key: str, value: bytes, expected: int, dry_run: bool) -> int:
-        if dry_run:
-            return expected
-        return await self.store.update(key, value, expected)
-
-    async def delete(self, key: str, expected: int, dry_run: bool) -> int:
-        if dry_run:
-            return expected
-        revision, _ = await self.store.delete(key, expected)
-        return revision
-
-
 class GenericStore:
     """The storage of one resource: get, list, watch, create, update (PUT and PATCH), delete
     and deletecollection, with ``strategy`` deciding what is special about the kind.
@@ -135,7 +111,7 @@ class GenericStore:
         self.strategy = strategy
         self.backing = backing
         self.store = backing.store
-        self.writes = DryRunWrites(backing.store)
+        self.writes = Writes(backing.store, backing.recent)
         self.after_write = after_write
 
     @property
@@ -185,7 +161,7 @@ class GenericStore:
     async def admit_new(self, ctx: Context, obj: Obj, dry_run: bool) -> None:
         """A new object through the strategy and admission, up to the write."""
         strategy, info = self.strategy, self.info
-        strategy.prepare_for_create(info, obj)
+        strategy.default(info, obj)
         name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
         admission = self.backing.admission
         attrs = Attributes(
@@ -193,7 +169,7 @@ class GenericStore:
         )
         if admission.mutating:
             await admission.admit(attrs)
-        strategy.default(info, obj)
+        strategy.prepare_for_create(info, obj)
         self._raise_invalid(obj, strategy.validate(info, obj))
         strategy.canonicalize(info, obj)
         if admission.validating:
@@ -217,10 +193,7 @@ class GenericStore:
                 raise errors.already_exists(
                     info.plural, info.group, meta["name"], deleting=deleting
                 )
-            if dry_run:
-                return obj
-            self.backing.recent.put(KeyValue(key, data, revision, revision, 1))
-            return rv.stamp(obj, revision)
+            return stamped(obj, revision)
         raise errors.already_exists(info.plural, info.group, meta["name"])
 
     # -- update ----------------------------------------------------------------------------------
@@ -278,7 +251,7 @@ class GenericStore:
         objectmeta.check_type_meta(info, new)
         self._check_update_preconditions(ctx, name, new, current, strategy)
         objectmeta.prepare_update(info, new, current)
-        strategy.prepare_for_update(info, new, current)
+        strategy.default(info, new)
         admission = self.backing.admission
         attrs = Attributes(
             UPDATE, info, self.namespace(ctx), name, new, current, ctx.user, subresource,
@@ -286,7 +259,7 @@ class GenericStore:
         )  # fmt: skip
         if admission.mutating:
             await admission.admit(attrs)
-        strategy.default(info, new)
+        strategy.prepare_for_update(info, new, current)
         causes = objectmeta.update_causes(new, current)
         self._raise_invalid(new, causes + strategy.validate_update(info, new, current))
         strategy.canonicalize(info, new)
@@ -338,13 +311,16 @@ class GenericStore:
         async def step(current: Obj | None) -> Obj | Purge:
             if current is None:
                 raise errors.not_found(self.info.plural, self.info.group, name)
-            self.check_delete_preconditions(current, opts)
+            admission = self.backing.admission
             attrs = Attributes(
                 DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
                 opts.dry_run,
             )  # fmt: skip
-            if self.backing.admission.validating:
-                await self.backing.admission.validate(attrs)
+            if admission.mutating:
+                await admission.admit(attrs)
+            self.check_delete_preconditions(current, opts)
+            if admission.validating:
+                await admission.validate(attrs)
             return self.deletion(current, opts)
 
         result = await self.guaranteed_update(self.key(ctx, name), name, step, opts.dry_run)
@@ -401,8 +377,8 @@ class GenericStore:
         It starts from the value this server last wrote, when it has one (:mod:`recent`), and
         reads the store only when it has none, when the CAS says the guess was stale, or before
         it lets an error or a no-op computed from the guess stand. A dry run always reads."""
-        info, recent = self.info, self.backing.recent
-        kv = None if dry_run else recent.get(key)
+        info, writes = self.info, self.writes
+        kv = writes.starting_guess(key, dry_run)
         guessed = kv is not None
         if kv is None:
             kv = await self.store.get(key)
@@ -417,31 +393,24 @@ class GenericStore:
             try:
                 if isinstance(new, Purge):
                     assert kv is not None
-                    revision = await self.writes.delete(key, kv.mod_revision, dry_run)
-                    if not dry_run:
-                        recent.drop(key)
+                    revision = await writes.delete(key, kv, dry_run)
                     stamp = revision if new.at_deletion else kv.mod_revision
                     return Written(rv.stamp(new.answer, stamp), written=True, purged=True)
                 data = encode(new, info)
                 if kv is None:
-                    revision = await self.writes.create(key, data, dry_run)
-                    if dry_run:
-                        return Written(new, written=True, created=True)
-                    recent.put(KeyValue(key, data, revision, revision, 1))
-                    return Written(rv.stamp(new, revision), written=True, created=True)
+                    revision = await writes.create(key, data, dry_run)
+                    return Written(stamped(new, revision), written=True, created=True)
                 if same_stored(data, kv.value, info):
                     if guessed:
                         kv, guessed = await self.store.get(key), False
                         continue
                     return Written(decode(kv, info))
-                revision = await self.writes.update(key, data, kv.mod_revision, dry_run)
-                if not dry_run:
-                    recent.put(KeyValue(key, data, kv.create_revision, revision, kv.version + 1))
+                revision = await writes.update(key, data, kv, dry_run)
                 return Written(rv.stamp(new, revision), written=True)
             except (Conflict, KeyExists) as exc:
                 kv, guessed = exc.current, False
             except NotFound:
-                recent.drop(key)
+                writes.forget(key)
                 kv, guessed = None, False
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -476,6 +445,12 @@ class ReadsOf:
 
     def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
         return self.store.watch(ctx, opts)
+
+
+def stamped(obj: Obj, revision: int) -> Obj:
+    """``obj`` with the resourceVersion of ``revision``; a dry-run create (revision 0) has
+    none, as from kube-apiserver."""
+    return rv.stamp(obj, revision) if revision else obj
 
 
 async def collect(scan: ListScan) -> Obj:

@@ -78,7 +78,7 @@ class Registry:
         the kind a new ResourceInfo)."""
         key = (info.group, info.version, info.plural)
         built = self._built.get(key)
-        if built is None or built[0] is not info:
+        if built is None or (built[0] is not info and built[0] != info):
             built = (info, self.kinds.storages(info, self.backing))
             self._built[key] = built
         return built[1]

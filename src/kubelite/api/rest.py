@@ -86,8 +86,9 @@ class Warnings:
 
 class ObjectUpdate(Protocol):
     """The desired object given the current one (None when none is stored: a create-on-update).
-    It must not change ``current`` (the store compares against it): it returns a new object,
-    the body or a changed copy. It may be called again when the optimistic loop retries."""
+    It must not change ``current``, which the strategy, validation and admission compare the
+    new object with: it returns a new object (the body, or a changed copy). It may be called
+    again when the optimistic loop retries."""
 
     def __call__(self, current: Obj | None) -> Awaitable[Obj]: ...
 

@@ -4,24 +4,27 @@
 The generic store (:mod:`kubelite.api.generic`) calls a strategy at fixed points of every write
 and never asks which kind it serves. :class:`Strategy` is the default that built-in kinds with no
 rules of their own share; a kind with rules subclasses it in ``kubelite.api.kinds``. A status
-subresource writes with a :class:`StatusStrategy`, which keeps everything but ``status`` (and
-the metadata its kind lets through) as stored.
+subresource writes with a :class:`StatusStrategy`: everything but ``status`` and metadata stays
+as stored, and so does the metadata the kind names in ``status_keeps``.
 
 The hooks, in the order the generic store calls them:
 
-- create: :meth:`Strategy.prepare_for_create` (server-owned fields: status reset, generation 1),
-  then defaults (:meth:`Strategy.default`), then :meth:`Strategy.validate`, then
-  :meth:`Strategy.canonicalize`;
-- update: :meth:`Strategy.prepare_for_update` (status reset to the stored one, generation bumped
-  by :meth:`Strategy.generation_changed`), defaults, :meth:`Strategy.validate_update`,
-  canonicalize; then :meth:`Strategy.should_delete_during_update` decides whether the write
-  purges a deleting object whose last finalizer it removed;
+- create: defaults (:meth:`Strategy.default`), then (after mutating admission)
+  :meth:`Strategy.prepare_for_create` (server-owned fields: status reset, generation 1), then
+  :meth:`Strategy.validate`, then :meth:`Strategy.canonicalize`;
+- update: defaults, then (after mutating admission) :meth:`Strategy.prepare_for_update` (status
+  reset to the stored one, generation bumped by :meth:`Strategy.generation_changed`),
+  :meth:`Strategy.validate_update`, canonicalize; then
+  :meth:`Strategy.should_delete_during_update` decides whether the write purges a deleting
+  object whose last finalizer it removed;
 - delete: :meth:`Strategy.default_gc_policy` when the request names no propagation policy.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
@@ -122,7 +125,7 @@ class Strategy:
         status subresource owns it), and the generation, which moves only on a change the kind
         counts (:meth:`generation_changed`)."""
         if has_status_subresource(info):
-            _keep(new, old, "status")
+            keep_stored(new, old, "status")
         self.set_generation(new, old)
 
     def set_generation(self, new: Obj, old: Obj) -> None:
@@ -181,9 +184,9 @@ class StatusStrategy(Strategy):
 
     def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
         for key in (new.keys() | old.keys()) - {"metadata", "status", "apiVersion", "kind"}:
-            _keep(new, old, key)
+            keep_stored(new, old, key)
         for key in self.kept_metadata:
-            _keep(new["metadata"], old["metadata"], key)
+            keep_stored(new["metadata"], old["metadata"], key)
         keep_generation(new, old)
 
     def name_errors(self, name: str) -> list[str]:
@@ -204,12 +207,14 @@ class StatusStrategy(Strategy):
 
 def keep_generation(new: Obj, old: Obj) -> None:
     """A write that never moves the generation (a subresource's): the stored one."""
-    _keep(new["metadata"], old["metadata"], "generation")
+    keep_stored(new["metadata"], old["metadata"], "generation")
 
 
-def _keep(new: Obj, old: Obj, key: str) -> None:
-    """``new[key]`` as in ``old`` (absent if absent there)."""
+def keep_stored(new: Obj, old: Obj, key: str) -> None:
+    """``new[key]`` as in ``old`` (absent if absent there): a copy, since later steps may change
+    ``new`` and ``old`` is the stored object admission and validation compare with."""
     if key in old:
-        new[key] = old[key]
+        value = old[key]
+        new[key] = orjson.loads(orjson.dumps(value)) if isinstance(value, dict | list) else value
     else:
         new.pop(key, None)

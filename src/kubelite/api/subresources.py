@@ -14,31 +14,41 @@ from kubelite.api.generic import GenericStore
 from kubelite.api.rest import Context, GetOptions, ObjectUpdate, Storage, WriteOptions
 from kubelite.api.scale import scale_paths, set_path, to_scale
 from kubelite.api.stored import clone
+from kubelite.api.strategy import Strategy
 
 Obj = dict[str, Any]
 
 
-class StatusREST:
-    """``<resource>/status``: get, update and patch through the kind's status strategy."""
+class UpdateThrough:
+    """A subresource that updates the object through a strategy of its own (``finalize``);
+    the generic store runs the write, so it gets the optimistic loop, admission and dry-run."""
 
-    def __init__(self, store: GenericStore) -> None:
+    def __init__(self, store: GenericStore, strategy: Strategy, subresource: str) -> None:
         self.store = store
         self.info = store.info
-        self.strategy = store.strategy.status_strategy()
+        self.strategy = strategy
+        self.subresource = subresource
 
     @property
     def object_info(self) -> ResourceInfo:
         return self.info
 
-    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
-        return await self.store.get(ctx, name, opts)
-
     async def update(
         self, ctx: Context, name: str, update: ObjectUpdate, opts: WriteOptions
     ) -> tuple[Obj, bool]:
         return await self.store.update(
-            ctx, name, update, opts, strategy=self.strategy, subresource="status"
+            ctx, name, update, opts, strategy=self.strategy, subresource=self.subresource
         )
+
+
+class StatusREST(UpdateThrough):
+    """``<resource>/status``: get, update and patch through the kind's status strategy."""
+
+    def __init__(self, store: GenericStore) -> None:
+        super().__init__(store, store.strategy.status_strategy(), "status")
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
+        return await self.store.get(ctx, name, opts)
 
 
 class ScaleREST:

@@ -15,6 +15,10 @@ from kubelite.server.messages import Request, Send, send_json
 from kubelite.server.openapi import openapi_document
 
 COMPACT_PATH = "/kubelite/v1/compact"
+#: Verbs that act on one object: a collection path does not serve them.
+NAMED_VERBS = frozenset({"update", "patch"})
+#: What a namespaced resource serves across all namespaces (kube routes nothing else there).
+ALL_NAMESPACES_VERBS = frozenset({"list", "watch"})
 
 
 class Routes:
@@ -63,6 +67,10 @@ class Routes:
             raise errors.path_not_found()
         if not info.namespaced and ri.namespace_path:
             raise errors.path_not_found()
+        if ri.verb in NAMED_VERBS and not ri.name:
+            raise errors.method_not_allowed()  # PUT or PATCH of a collection
+        if info.namespaced and not ri.namespace and ri.verb not in ALL_NAMESPACES_VERBS:
+            raise errors.method_not_allowed()  # /api/v1/configmaps serves list and watch only
         return Target(request, info, storage)
 
     async def compact(self, request: Request, send: Send) -> None:

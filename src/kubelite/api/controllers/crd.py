@@ -189,8 +189,10 @@ class CRDController:
             log.exception("CRD controller: cleaning up %s failed", name)
 
     async def _remove_cleanup_finalizer(self, name: str) -> None:
-        """The CRD's last step: without the cleanup finalizer the deleting CRD is purged."""
-        storage = self.registry.storage(self.info)
+        """The CRD's last step: without the cleanup finalizer the deleting CRD is purged. Written
+        through ``status``, as kube's finalizer controller does, so a CRD stored before today's
+        validation rules can still go."""
+        storage = self.registry.storage(self.info, "status")
         assert isinstance(storage, Updater)
 
         async def drop(current: Obj | None) -> Obj:

@@ -30,6 +30,7 @@ from kubelite.api.kinds.namespaces import KUBERNETES_FINALIZER, namespace_info
 from kubelite.api.listing import ListOptions
 from kubelite.api.registry import Registry
 from kubelite.api.rest import (
+    BACKGROUND,
     Context,
     DeleteOptions,
     Lister,
@@ -234,7 +235,12 @@ class NamespaceController:
                         info,
                         namespace,
                         meta["name"],
-                        DeleteOptions(precondition_uid=str(meta.get("uid") or "")),
+                        # Background, as kube's namespace deleter: a kind that orphans by
+                        # default (Job) would otherwise wait on an ``orphan`` finalizer
+                        DeleteOptions(
+                            precondition_uid=str(meta.get("uid") or ""),
+                            propagation_policy=BACKGROUND,
+                        ),
                     )
                 except APIError as exc:
                     if exc.code == 404:

@@ -94,9 +94,8 @@ class BuiltinKinds:
     def _bindings(self, info: ResourceInfo, backing: Backing) -> Storages:
         pods = self.catalogue.lookup("", "v1", "pods")
         assert pods is not None
-        return core.binding_storages(
-            GenericStore(pods, core.STRATEGIES[("", "pods")], backing), info
-        )
+        pod_store = GenericStore(pods, core.STRATEGIES[("", "pods")], backing)
+        return {"": core.BindingREST(pod_store, info)}
 
     def _review(self, info: ResourceInfo, backing: Backing) -> Storages:
         return {"": ReviewREST(info, self._check_token)}

@@ -18,6 +18,7 @@ from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
 from kubelite.api.names import label_errors
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.rest import Context, GetOptions, WriteOptions
+from kubelite.api.stored import clone
 from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy
 from kubelite.api.subresources import generic_subresources
 
@@ -152,10 +153,6 @@ def service_account_storages(
 # -- componentstatuses ---------------------------------------------------------------------------
 
 
-class ReadOnlyREST(ReadsOf):
-    """A resource clients may only read (ComponentStatus: get, list and watch)."""
-
-
 # -- bindings and pods/<name>/binding ------------------------------------------------------------
 
 
@@ -195,6 +192,7 @@ class BindingREST:
         if problems:
             raise errors.internal(problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]")
         node, uid = str(target["name"]), str(meta.get("uid") or "")
+        version = str(meta.get("resourceVersion") or "")
         annotations = meta.get("annotations") or {}
         attrs = Attributes(
             CREATE, self.pods.info, ctx.namespace, name, body, None, ctx.user, "binding",
@@ -207,17 +205,11 @@ class BindingREST:
             if current is None:
                 raise errors.not_found("pods", "", name)
             pod_meta = current["metadata"]
-            if uid and uid != pod_meta.get("uid"):
-                raise errors.conflict(
-                    "pods",
-                    "",
-                    name,
-                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                    f"{pod_meta.get('uid')}",
-                )
-            _bind(current, name, node, annotations)
-            pod_meta.pop("resourceVersion", None)
-            return current
+            _check_binding_preconditions(name, uid, version, pod_meta)
+            pod = clone(current)
+            _bind(pod, name, node, annotations)
+            pod["metadata"].pop("resourceVersion", None)
+            return pod
 
         await self.pods.guaranteed_update(self.pods.key(ctx, name), name, assign, opts.dry_run)
         return {
@@ -227,6 +219,20 @@ class BindingREST:
             "status": "Success",
             "code": 201,
         }
+
+
+def _check_binding_preconditions(name: str, uid: str, version: str, pod_meta: Obj) -> None:
+    """A Binding's uid and resourceVersion are preconditions on the pod (409 on pods)."""
+    for field, wanted in (("UID", uid), ("ResourceVersion", version)):
+        have = pod_meta.get("uid" if field == "UID" else "resourceVersion")
+        if wanted and wanted != have:
+            raise errors.conflict(
+                "pods",
+                "",
+                name,
+                f"Precondition failed: {field} in precondition: {wanted}, {field} in object "
+                f"meta: {have}",
+            )
 
 
 def _bind(pod: Obj, name: str, node: str, annotations: Any) -> None:
@@ -261,12 +267,9 @@ def pod_storages(info: ResourceInfo, backing: Backing) -> Storages:
     return found
 
 
-def binding_storages(pods: GenericStore, info: ResourceInfo) -> Storages:
-    return {"": BindingREST(pods, info)}
-
-
 def read_only_storages(info: ResourceInfo, backing: Backing) -> Storages:
-    return {"": ReadOnlyREST(GenericStore(info, Strategy(), backing))}
+    """A resource clients may only read (ComponentStatus: get, list and watch)."""
+    return {"": ReadsOf(GenericStore(info, Strategy(), backing))}
 
 
 def service_account_lookup(registry: Registry, catalogue: Catalogue) -> AccountLookup:

@@ -43,10 +43,6 @@ _KIND_PATTERN = "[a-z]([-a-z0-9]*[a-z0-9])?"
 AGE = Column("Age", "date", json_path=".metadata.creationTimestamp", render="age")
 
 
-def is_crd(info: ResourceInfo) -> bool:
-    return info.group == GROUP and info.plural == PLURAL
-
-
 # --- defaults and validation -------------------------------------------------------------------
 
 
@@ -532,7 +528,6 @@ __all__ = [
     "PLURAL",
     "apply_defaults",
     "infos",
-    "is_crd",
     "is_established",
     "set_status",
     "storage_info",

@@ -17,7 +17,8 @@ from __future__ import annotations
 from kubelite.api import crschema, errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
-from kubelite.api.strategy import Obj, StatusStrategy, Strategy, content_changed, keep_generation
+from kubelite.api.stored import clone
+from kubelite.api.strategy import Obj, StatusStrategy, Strategy, content_changed
 
 
 class CustomResourceStrategy(Strategy):
@@ -60,12 +61,10 @@ class CustomResourceStatusStrategy(StatusStrategy):
         status = new.get("status")
         has_status = "status" in new
         new.clear()
-        new.update({key: value for key, value in old.items() if key != "status"})
-        new["metadata"] = dict(old["metadata"])
+        new.update(clone({key: value for key, value in old.items() if key != "status"}))
         new["metadata"].pop("resourceVersion", None)
         if has_status:
             new["status"] = status
-        keep_generation(new, old)
 
     def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
         return self.main.validate_update(info, new, old)

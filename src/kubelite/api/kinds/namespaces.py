@@ -7,9 +7,9 @@ strategy, and the NamespaceLifecycle admission plugin):
 1. Create: ``status.phase`` is ``Active`` whatever was sent, and ``spec.finalizers`` includes
    ``kubernetes``.
 2. DELETE: the first one sets ``metadata.deletionTimestamp`` and ``status.phase: Terminating``
-   and answers 200 with the object. From then on creates in it are refused (403, admission).
-   Another DELETE while ``spec.finalizers`` is non-empty answers 409; ``default``, ``kube-system``
-   and ``kube-public`` answer 403.
+   (and the propagation policy's finalizer, if any) and answers 200 with the object. From then
+   on creates in it are refused (403, admission). Another DELETE while ``spec.finalizers`` is
+   non-empty answers 409; ``default``, ``kube-system`` and ``kube-public`` answer 403.
 3. The namespace controller (:mod:`kubelite.api.controllers.namespace`) deletes the content,
    then removes ``kubernetes`` through ``finalize``; the write that leaves both finalizer lists
    empty deletes the namespace.
@@ -23,6 +23,7 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api.admission import CREATE, DELETE, Attributes
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.deletion import gc_finalizers
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
 from kubelite.api.names import label_errors
@@ -34,8 +35,8 @@ from kubelite.api.rest import (
     WriteOptions,
 )
 from kubelite.api.stored import clone, now
-from kubelite.api.strategy import StatusStrategy, Strategy, keep_generation
-from kubelite.api.subresources import StatusREST
+from kubelite.api.strategy import StatusStrategy, Strategy, keep_generation, keep_stored
+from kubelite.api.subresources import StatusREST, UpdateThrough
 
 Obj = dict[str, Any]
 
@@ -100,10 +101,7 @@ class FinalizeStrategy(StatusStrategy):
     ``spec.finalizers``, checked: ``kubernetes`` or a qualified name) is the body's."""
 
     def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
+        keep_stored(new, old, "status")
         spec = new.get("spec")
         if isinstance(spec, dict) and not spec.get("finalizers"):
             spec.pop("finalizers", None)  # an empty list is no list (omitempty)
@@ -153,6 +151,12 @@ class NamespaceStore(GenericStore):
     def deletion(self, current: Obj, opts: DeleteOptions) -> Obj | Purge:
         if not current["metadata"].get("deletionTimestamp"):
             marked = clone(current)
+            before = marked["metadata"].get("finalizers") or []
+            finalizers = gc_finalizers(self.strategy.default_gc_policy(self.info), opts, before)
+            if finalizers:
+                marked["metadata"]["finalizers"] = finalizers
+            else:
+                marked["metadata"].pop("finalizers", None)
             marked["metadata"]["deletionTimestamp"] = now()
             status = marked.get("status")
             if not isinstance(status, dict):
@@ -163,26 +167,6 @@ class NamespaceStore(GenericStore):
         if deletion_held(current):
             raise errors.conflict(PLURAL, GROUP, current["metadata"]["name"], TERMINATING_CONFLICT)
         return super().deletion(current, opts)
-
-
-class FinalizeREST:
-    """``namespaces/<n>/finalize``: update only."""
-
-    def __init__(self, store: GenericStore) -> None:
-        self.store = store
-        self.info = store.info
-        self.strategy = FinalizeStrategy(store.strategy)
-
-    @property
-    def object_info(self) -> ResourceInfo:
-        return self.info
-
-    async def update(
-        self, ctx: Context, name: str, update: ObjectUpdate, opts: WriteOptions
-    ) -> tuple[Obj, bool]:
-        return await self.store.update(
-            ctx, name, update, opts, strategy=self.strategy, subresource="finalize"
-        )
 
 
 class NamespaceREST(ReadsOf):
@@ -204,7 +188,8 @@ class NamespaceREST(ReadsOf):
 
 def storages(info: ResourceInfo, backing: Backing) -> Storages:
     store = NamespaceStore(info, NamespaceStrategy(), backing)
-    return {"": NamespaceREST(store), "status": StatusREST(store), "finalize": FinalizeREST(store)}
+    finalize = UpdateThrough(store, FinalizeStrategy(store.strategy), "finalize")
+    return {"": NamespaceREST(store), "status": StatusREST(store), "finalize": finalize}
 
 
 class NamespaceLifecycleAdmission:
