@@ -7,10 +7,12 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 
@@ -50,6 +52,24 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def watch_lines(self, path: str, seconds: int) -> tuple[threading.Thread, list[Any]]:
+        """A watch of ``path`` read in the background until the server ends it after
+        ``seconds`` (``timeoutSeconds``); join the thread, then read the decoded events."""
+        lines: list[Any] = []
+        context = ssl.create_default_context(cafile=str(self.data_dir / "ca.crt"))
+        separator = "&" if "?" in path else "?"
+        req = urllib.request.Request(f"{self.url}{path}{separator}timeoutSeconds={seconds}")
+        req.add_header("Authorization", f"Bearer {self.token}")
+
+        def read() -> None:
+            with urllib.request.urlopen(req, context=context, timeout=60) as resp:
+                for line in resp:
+                    lines.append(json.loads(line))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        return reader, lines
 
     def request(
         self,

@@ -56,4 +56,23 @@ def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> No
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
         '"Sideways": supported values: "Foreground", "Background", "Orphan", "nil"'
     )
+    assert body["details"] == {
+        "group": "meta.k8s.io",
+        "kind": "DeleteOptions",
+        "causes": [
+            {
+                "reason": "FieldValueNotSupported",
+                "message": 'Unsupported value: "Sideways": supported values: "Foreground", '
+                '"Background", "Orphan", "nil"',
+                "field": "propagationPolicy",
+            }
+        ],
+    }
+    both = {"propagationPolicy": "Background", "orphanDependents": True}
+    code, body = server.request("DELETE", "/api/v1/namespaces/default/configmaps/c", both)
+    assert (code, body["message"]) == (
+        422,
+        'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+        '"Background": orphanDependents and deletionPropagation cannot be both set',
+    )
     assert server.request("GET", "/api/v1/namespaces/default/configmaps/c")[0] == 200

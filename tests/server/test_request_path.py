@@ -4,11 +4,7 @@ against a real ``kubelite serve``."""
 
 from __future__ import annotations
 
-import json
-import ssl
-import threading
 import time
-import urllib.request
 from typing import Any
 
 import pytest
@@ -36,24 +32,6 @@ def workload(kind: str, name: str) -> Obj:
     if kind == "jobs":
         spec = {"template": template}
     return {"metadata": {"name": name}, "spec": spec}
-
-
-def watch_lines(server: Server, path: str, seconds: int) -> tuple[threading.Thread, list[Obj]]:
-    """A watch of ``path`` read in the background until it times out after ``seconds``."""
-    lines: list[Obj] = []
-    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    separator = "&" if "?" in path else "?"
-    req = urllib.request.Request(f"{server.url}{path}{separator}timeoutSeconds={seconds}")
-    req.add_header("Authorization", f"Bearer {server.token}")
-
-    def read() -> None:
-        with urllib.request.urlopen(req, context=context, timeout=60) as resp:
-            for line in resp:
-                lines.append(json.loads(line))
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    return reader, lines
 
 
 # -- fix 1: dry-run on every write path -----------------------------------------------------------
@@ -229,7 +207,7 @@ def test_clearing_the_last_finalizer_shows_watchers_only_deleted(server: Server)
     server.request("POST", CM, {"metadata": {"name": "last", "finalizers": ["example.com/a"]}})
     _, marked = server.request("DELETE", CM + "/last")
     rv = marked["metadata"]["resourceVersion"]
-    reader, events = watch_lines(server, f"{CM}?watch=1&resourceVersion={rv}", 3)
+    reader, events = server.watch_lines(f"{CM}?watch=1&resourceVersion={rv}", 3)
     time.sleep(0.5)
     code, answer = server.request("PATCH", CM + "/last", {"metadata": {"finalizers": None}}, MERGE)
     assert code == 200

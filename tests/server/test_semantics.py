@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
 import time
 import urllib.request
 
@@ -112,18 +111,7 @@ def test_delete_preconditions_use_the_kind(server: Server) -> None:
 
 def test_watch_sends_added_modified_deleted(server: Server) -> None:
     server.request("POST", CM, {"metadata": {"name": "w0"}})
-    lines: list[dict[str, object]] = []
-    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    req = urllib.request.Request(f"{server.url}{CM}?watch=true&timeoutSeconds=3")
-    req.add_header("Authorization", f"Bearer {server.token}")
-
-    def read() -> None:
-        with urllib.request.urlopen(req, context=context, timeout=30) as resp:
-            for line in resp:
-                lines.append(json.loads(line))
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    reader, lines = server.watch_lines(f"{CM}?watch=true", 3)
     time.sleep(0.5)
     _, obj = server.request("POST", CM, {"metadata": {"name": "w1"}})
     server.request("PUT", CM + "/w1", {**obj, "data": {"x": "1"}})

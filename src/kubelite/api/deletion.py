@@ -10,7 +10,7 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import APIError, Cause
+from kubelite.api.errors import Cause
 from kubelite.api.rest import FOREGROUND, ORPHAN, PROPAGATION_POLICIES, DeleteOptions
 from kubelite.api.stored import now
 from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED
@@ -54,7 +54,7 @@ def options_from(body: Any, query: dict[str, str], dry_run: bool) -> DeleteOptio
             )
         )
     if causes:
-        raise _invalid_options(causes)
+        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", causes)
     pre = body.get("preconditions") or {}
     if not isinstance(pre, dict):
         raise errors.bad_request("DeleteOptions.preconditions must be a JSON object")
@@ -65,21 +65,6 @@ def options_from(body: Any, query: dict[str, str], dry_run: bool) -> DeleteOptio
         precondition_resource_version=str(pre.get("resourceVersion") or ""),
         propagation_policy=policy,
         orphan_dependents=bool(orphan) if orphan is not None else None,
-    )
-
-
-def _invalid_options(causes: list[Cause]) -> APIError:
-    texts = [f"{c.field}: {c.message}" for c in causes]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    return APIError(
-        422,
-        "Invalid",
-        f'DeleteOptions.meta.k8s.io "" is invalid: {joined}',
-        {
-            "group": "meta.k8s.io",
-            "kind": "DeleteOptions",
-            "causes": [c.as_dict() for c in causes],
-        },
     )
 
 

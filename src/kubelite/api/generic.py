@@ -223,7 +223,7 @@ class GenericStore:
                 raise TypeError("an ObjectUpdate must return a new object, not change current")
             return await self._updated(ctx, name, new, current, chosen, subresource, opts)
 
-        result = await self.guaranteed_update(self.key(ctx, name), name, step, opts.dry_run)
+        result = await self.guaranteed_update(self.key(ctx, name), step, opts.dry_run)
         if result.written and not opts.dry_run:
             await self._after(result.obj)
         return result.obj, result.created
@@ -275,15 +275,14 @@ class GenericStore:
         """The body's uid (a storage precondition) and resourceVersion, in kube's order."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
-        if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
+        failed = objectmeta.precondition_failure(current_meta, meta.get("uid") or "", "")
+        if failed:
             raise errors.conflict(
                 info.plural,
                 info.group,
                 name,
-                "StorageError: invalid object, Code: 4, Key: "
-                f"{self.key(ctx, name)}, ResourceVersion: 0, AdditionalErrorMsg: Precondition "
-                f"failed: UID in precondition: {meta['uid']}, UID in object meta: "
-                f"{current_meta.get('uid')}",
+                f"StorageError: invalid object, Code: 4, Key: {self.key(ctx, name)}, "
+                f"ResourceVersion: 0, AdditionalErrorMsg: {failed}",
             )
         requested = objectmeta.requested_version(new)
         if not requested and not strategy.allow_unconditional_update:
@@ -323,7 +322,7 @@ class GenericStore:
                 await admission.validate(attrs)
             return self.deletion(current, opts)
 
-        result = await self.guaranteed_update(self.key(ctx, name), name, step, opts.dry_run)
+        result = await self.guaranteed_update(self.key(ctx, name), step, opts.dry_run)
         if result.written and not opts.dry_run:
             await self._after(result.obj)
         if not result.purged:
@@ -368,7 +367,7 @@ class GenericStore:
 
     # -- the optimistic loop -----------------------------------------------------------------
 
-    async def guaranteed_update(self, key: str, name: str, step: Step, dry_run: bool) -> Written:
+    async def guaranteed_update(self, key: str, step: Step, dry_run: bool) -> Written:
         """Apply ``step`` to the current object (None when absent) and compare-and-swap what it
         returns: a new object (stored, or created when absent), or :class:`Purge` (deleted). On
         a lost race, ``step`` runs again on the value the store returns. Equal bytes are not

@@ -86,7 +86,7 @@ def prepare_new(info: ResourceInfo, namespace: str | None, obj: Obj, names: Name
                 ],
             )
     else:
-        check_name(info, name, names)
+        _check_name(info, name, names)
     for key in _SERVER_SET_ON_CREATE:
         meta.pop(key, None)
     meta["uid"] = str(uuid.uuid4())
@@ -94,7 +94,7 @@ def prepare_new(info: ResourceInfo, namespace: str | None, obj: Obj, names: Name
     obj["apiVersion"], obj["kind"] = info.group_version, info.kind
 
 
-def check_name(info: ResourceInfo, name: str, names: NameCheck) -> None:
+def _check_name(info: ResourceInfo, name: str, names: NameCheck) -> None:
     problems = names(name)
     if problems:
         raise errors.invalid(
@@ -158,6 +158,22 @@ def update_causes(new: Obj, old: Obj) -> list[Cause]:
 
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def precondition_failure(meta: dict[str, Any], uid: str, resource_version: str) -> str:
+    """kube's storage precondition text for the first of ``uid`` and ``resource_version`` (when
+    given) that ``meta`` does not match, else "" (storage.Preconditions.Check)."""
+    for field, key, wanted in (
+        ("UID", "uid", uid),
+        ("ResourceVersion", "resourceVersion", resource_version),
+    ):
+        have = meta.get(key)
+        if wanted and wanted != have:
+            return (
+                f"Precondition failed: {field} in precondition: {wanted}, {field} in object "
+                f"meta: {have}"
+            )
+    return ""
 
 
 def requested_version(obj: Obj) -> int:

@@ -78,11 +78,6 @@ class Warnings:
 
     texts: list[str] = field(default_factory=list)
 
-    def add(self, *texts: str) -> None:
-        for text in texts:
-            if text not in self.texts:
-                self.texts.append(text)
-
 
 class ObjectUpdate(Protocol):
     """The desired object given the current one (None when none is stored: a create-on-update).

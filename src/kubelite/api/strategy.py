@@ -189,9 +189,6 @@ class StatusStrategy(Strategy):
             keep_stored(new["metadata"], old["metadata"], key)
         keep_generation(new, old)
 
-    def name_errors(self, name: str) -> list[str]:
-        return self.main.name_errors(name)
-
     def default(self, info: ResourceInfo, obj: Obj) -> None:
         self.main.default(info, obj)
 

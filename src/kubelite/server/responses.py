@@ -17,6 +17,7 @@ import orjson
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
+from kubelite.api.generic import collect
 from kubelite.api.listing import ListScan
 from kubelite.server.messages import JSON, Request, Send, send_json
 from kubelite.server.streaming import ChunkBatcher
@@ -53,11 +54,11 @@ async def send_list(request: Request, send: Send, info: ResourceInfo, scan: List
     if not as_table(request):
         await stream_list(send, info, scan)
         return
-    items = [obj async for page in scan.pages() for obj in page]
-    meta = scan.metadata
+    listing = await collect(scan)
+    meta = listing["metadata"]
     body = table(
         info,
-        items,
+        listing["items"],
         meta["resourceVersion"],
         include_object=request.query.get("includeObject", "Metadata"),
         continue_token=meta.get("continue", ""),

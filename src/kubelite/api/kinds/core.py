@@ -16,6 +16,7 @@ from kubelite.api.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
 from kubelite.api.names import label_errors
+from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.rest import Context, GetOptions, WriteOptions
 from kubelite.api.stored import clone
@@ -150,9 +151,6 @@ def service_account_storages(
     return found
 
 
-# -- componentstatuses ---------------------------------------------------------------------------
-
-
 # -- bindings and pods/<name>/binding ------------------------------------------------------------
 
 
@@ -204,14 +202,15 @@ class BindingREST:
         async def assign(current: Obj | None) -> Obj | Purge:
             if current is None:
                 raise errors.not_found("pods", "", name)
-            pod_meta = current["metadata"]
-            _check_binding_preconditions(name, uid, version, pod_meta)
+            failed = precondition_failure(current["metadata"], uid, version)
+            if failed:  # the Binding's uid and resourceVersion are preconditions on the pod
+                raise errors.conflict("pods", "", name, failed)
             pod = clone(current)
             _bind(pod, name, node, annotations)
             pod["metadata"].pop("resourceVersion", None)
             return pod
 
-        await self.pods.guaranteed_update(self.pods.key(ctx, name), name, assign, opts.dry_run)
+        await self.pods.guaranteed_update(self.pods.key(ctx, name), assign, opts.dry_run)
         return {
             "kind": "Status",
             "apiVersion": "v1",
@@ -219,20 +218,6 @@ class BindingREST:
             "status": "Success",
             "code": 201,
         }
-
-
-def _check_binding_preconditions(name: str, uid: str, version: str, pod_meta: Obj) -> None:
-    """A Binding's uid and resourceVersion are preconditions on the pod (409 on pods)."""
-    for field, wanted in (("UID", uid), ("ResourceVersion", version)):
-        have = pod_meta.get("uid" if field == "UID" else "resourceVersion")
-        if wanted and wanted != have:
-            raise errors.conflict(
-                "pods",
-                "",
-                name,
-                f"Precondition failed: {field} in precondition: {wanted}, {field} in object "
-                f"meta: {have}",
-            )
 
 
 def _bind(pod: Obj, name: str, node: str, annotations: Any) -> None:
@@ -265,6 +250,9 @@ def pod_storages(info: ResourceInfo, backing: Backing) -> Storages:
     if "binding" in info.subresources:
         found["binding"] = BindingREST(store, info)
     return found
+
+
+# -- componentstatuses ---------------------------------------------------------------------------
 
 
 def read_only_storages(info: ResourceInfo, backing: Backing) -> Storages:

@@ -27,6 +27,7 @@ from kubelite.api.deletion import gc_finalizers
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
 from kubelite.api.names import label_errors
+from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.rest import (
     Context,
@@ -127,26 +128,12 @@ class NamespaceStore(GenericStore):
     """The generic store with the Namespace's DELETE: the first one starts termination."""
 
     def check_delete_preconditions(self, current: Obj, opts: DeleteOptions) -> None:
-        """kube's namespace DELETE preconditions, with their own texts."""
+        """kube's namespace DELETE checks its preconditions in storage, with storage's texts."""
         meta = current["metadata"]
-        name = meta.get("name", "")
         uid, version = opts.precondition_uid, opts.precondition_resource_version
-        if uid and uid != meta.get("uid"):
-            raise errors.conflict(
-                PLURAL,
-                GROUP,
-                name,
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                f"{meta.get('uid')}",
-            )
-        if version and version != meta.get("resourceVersion"):
-            raise errors.conflict(
-                PLURAL,
-                GROUP,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {version}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-            )
+        failed = precondition_failure(meta, uid, version)
+        if failed:
+            raise errors.conflict(PLURAL, GROUP, meta.get("name", ""), failed)
 
     def deletion(self, current: Obj, opts: DeleteOptions) -> Obj | Purge:
         if not current["metadata"].get("deletionTimestamp"):
@@ -230,12 +217,7 @@ class NamespaceLifecycleAdmission:
             )
 
     async def _namespace(self, name: str) -> Obj:
-        try:
-            return await self.registry.get(self.info, None, name)
-        except APIError as exc:
-            if exc.code == 404:
-                raise errors.not_found(PLURAL, GROUP, name)
-            raise
+        return await self.registry.get(self.info, None, name)  # 404 namespaces "<name>"
 
 
 def namespace_info(catalogue: Catalogue) -> ResourceInfo:
