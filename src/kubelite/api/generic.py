@@ -32,12 +32,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubelite.api import deletion, errors, objectmeta
+from kubelite.api import deletion, errors, managedfields, objectmeta
 from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
+from kubelite.api.fieldpath import FieldSet
 from kubelite.api.listing import ListOptions, ListScan, parse_rv_query, wait_for_revision
 from kubelite.api.names import generate_name
 from kubelite.api.recent import RecentValues
@@ -152,20 +153,24 @@ class GenericStore:
     async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
         obj = clone(body)
         objectmeta.prepare_new(self.info, self.namespace(ctx), obj, self.strategy.name_errors)
-        await self.admit_new(ctx, obj, opts.dry_run)
+        await self.admit_new(ctx, obj, opts)
         stored = await self._insert(ctx, obj, opts.dry_run)
         if not opts.dry_run:
             await self._after(stored)
         return stored
 
-    async def admit_new(self, ctx: Context, obj: Obj, dry_run: bool) -> None:
-        """A new object through the strategy and admission, up to the write."""
+    async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
+        """A new object through the strategy, field tracking and admission, up to the write."""
         strategy, info = self.strategy, self.info
         strategy.default(info, obj)
+        if not opts.apply:
+            managedfields.track_update(
+                info, None, obj, opts.field_manager, reset=self.reset_set(strategy)
+            )
         name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
         admission = self.backing.admission
         attrs = Attributes(
-            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", dry_run
+            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run
         )
         if admission.mutating:
             await admission.admit(attrs)
@@ -214,7 +219,7 @@ class GenericStore:
 
         async def step(current: Obj | None) -> Obj | Purge:
             if current is None:
-                if subresource or not chosen.allow_create_on_update:
+                if subresource or not (chosen.allow_create_on_update or opts.apply):
                     raise errors.not_found(self.info.plural, self.info.group, name)
                 new = await update(None)
                 return await self._create_on_update(ctx, name, new, opts)
@@ -234,7 +239,7 @@ class GenericStore:
         meta["name"] = name
         meta.pop("resourceVersion", None)  # a create through PUT ignores it
         objectmeta.prepare_new(self.info, self.namespace(ctx), new, self.strategy.name_errors)
-        await self.admit_new(ctx, new, opts.dry_run)
+        await self.admit_new(ctx, new, opts)
         return new
 
     async def _updated(
@@ -249,9 +254,14 @@ class GenericStore:
     ) -> Obj | Purge:
         info = self.info
         objectmeta.check_type_meta(info, new)
-        self._check_update_preconditions(ctx, name, new, current, strategy)
+        self._check_update_preconditions(ctx, name, new, current, strategy, opts)
         objectmeta.prepare_update(info, new, current)
         strategy.default(info, new)
+        if not opts.apply:
+            managedfields.track_update(
+                info, current, new, opts.field_manager,
+                subresource=subresource, reset=self.reset_set(strategy),
+            )  # fmt: skip
         admission = self.backing.admission
         attrs = Attributes(
             UPDATE, info, self.namespace(ctx), name, new, current, ctx.user, subresource,
@@ -270,12 +280,19 @@ class GenericStore:
         return new
 
     def _check_update_preconditions(
-        self, ctx: Context, name: str, new: Obj, current: Obj, strategy: Strategy
+        self,
+        ctx: Context,
+        name: str,
+        new: Obj,
+        current: Obj,
+        strategy: Strategy,
+        opts: WriteOptions,
     ) -> None:
-        """The body's uid (a storage precondition) and resourceVersion, in kube's order."""
+        """A PUT body's uid (a storage precondition) and resourceVersion, in kube's order."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
-        failed = objectmeta.precondition_failure(current_meta, meta.get("uid") or "", "")
+        uid = "" if opts.patch else meta.get("uid") or ""
+        failed = objectmeta.precondition_failure(current_meta, uid, "")
         if failed:
             raise errors.conflict(
                 info.plural,
@@ -414,6 +431,12 @@ class GenericStore:
 
     # -- helpers ---------------------------------------------------------------------------------
 
+    def reset_fields(self) -> tuple[str, ...]:
+        return self.strategy.reset_fields(self.info)
+
+    def reset_set(self, strategy: Strategy) -> FieldSet:
+        return managedfields.reset_set(strategy.reset_fields(self.info))
+
     def _raise_invalid(self, obj: Obj, causes: Sequence[Cause]) -> None:
         if causes:
             name = str((obj.get("metadata") or {}).get("name", ""))
@@ -444,6 +467,9 @@ class ReadsOf:
 
     def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
         return self.store.watch(ctx, opts)
+
+    def reset_fields(self) -> tuple[str, ...]:
+        return self.store.reset_fields()
 
 
 def stamped(obj: Obj, revision: int) -> Obj:

@@ -10,6 +10,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
@@ -22,8 +24,9 @@ NameCheck = Callable[[str], list[str]]
 
 #: Fields a client may not set on create: the server fills or clears them.
 _SERVER_SET_ON_CREATE = ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
-#: Fields an update keeps from the stored object, whatever the body says.
-_KEPT_ON_UPDATE = ("uid", "creationTimestamp", "namespace", "name")
+#: Fields an update keeps from the stored object, whatever the body says (and the uid, when
+#: the body has none: a changed one is refused as immutable).
+_KEPT_ON_UPDATE = ("creationTimestamp", "namespace", "name")
 _DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
 
 
@@ -128,6 +131,8 @@ def prepare_update(info: ResourceInfo, new: Obj, old: Obj) -> None:
     for key in _KEPT_ON_UPDATE:
         if key in old_meta:
             meta[key] = old_meta[key]
+    if not meta.get("uid") and "uid" in old_meta:
+        meta["uid"] = old_meta["uid"]
     for key in _DELETION_FIELDS:
         if key in old_meta:
             meta[key] = old_meta[key]
@@ -137,23 +142,38 @@ def prepare_update(info: ResourceInfo, new: Obj, old: Obj) -> None:
 
 
 def update_causes(new: Obj, old: Obj) -> list[Cause]:
-    """What ValidateObjectMetaUpdate refuses beyond the kept fields: new finalizers on an object
-    that is being deleted."""
+    """What ValidateObjectMetaUpdate refuses beyond the kept fields: a changed uid (a patch's;
+    a PUT's is a precondition), new finalizers on an object that is being deleted."""
+    causes: list[Cause] = []
+    uid = new["metadata"].get("uid")
+    if uid != old["metadata"].get("uid"):
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_quoted(uid)}: field is immutable",
+                "metadata.uid",
+            )
+        )
     if not old["metadata"].get("deletionTimestamp"):
-        return []
+        return causes
     before = set(_strings(old["metadata"].get("finalizers")))
     added = sorted(set(_strings(new["metadata"].get("finalizers"))) - before)
     if not added:
-        return []
+        return causes
     listed = ", ".join(f'"{name}"' for name in added)
-    return [
+    causes.append(
         Cause(
             "FieldValueForbidden",
             "Forbidden: no new finalizers can be added if the object is being deleted, found new "
             f"finalizers []string{{{listed}}}",
             "metadata.finalizers",
         )
-    ]
+    )
+    return causes
+
+
+def _quoted(value: Any) -> str:
+    return orjson.dumps(value).decode() if isinstance(value, str) else str(value)
 
 
 def _strings(value: Any) -> list[str]:

@@ -51,10 +51,17 @@ class GetOptions(NamedTuple):
 
 
 class WriteOptions(NamedTuple):
-    """CreateOptions, UpdateOptions and PatchOptions: what kubelite reads of them."""
+    """CreateOptions, UpdateOptions and PatchOptions: what kubelite reads of them.
+
+    ``field_manager`` is the writer recorded in managedFields ("unknown" when empty).
+    ``apply``: the update is a server-side apply, whose ObjectUpdate computes managedFields
+    itself (and may create the object). ``patch``: the update comes from a patch, so a uid in
+    the patched object is an immutable field (422), not a precondition (a PUT's 409)."""
 
     dry_run: bool = False
     field_manager: str = ""
+    apply: bool = False
+    patch: bool = False
 
 
 class DeleteOptions(NamedTuple):
@@ -136,6 +143,14 @@ class Updater(Protocol):
     ) -> tuple[Obj, bool]:
         """Returns (the stored object, whether it was created)."""
         ...
+
+
+@runtime_checkable
+class ResetFields(Protocol):
+    """A storage whose strategy resets some fields of what it is sent (kube's
+    ResetFieldsStrategy): server-side apply counts them as nobody's."""
+
+    def reset_fields(self) -> tuple[str, ...]: ...
 
 
 @runtime_checkable

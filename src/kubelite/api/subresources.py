@@ -33,6 +33,9 @@ class UpdateThrough:
     def object_info(self) -> ResourceInfo:
         return self.info
 
+    def reset_fields(self) -> tuple[str, ...]:
+        return self.strategy.reset_fields(self.info)
+
     async def update(
         self, ctx: Context, name: str, update: ObjectUpdate, opts: WriteOptions
     ) -> tuple[Obj, bool]:

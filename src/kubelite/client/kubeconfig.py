@@ -86,7 +86,7 @@ def _parse(path: Path) -> dict[str, Any]:
     try:
         config = json.loads(text)
     except json.JSONDecodeError:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
 
         try:
             config = yaml.safe_load(text)

@@ -17,9 +17,10 @@ import orjson
 
 from kubelite.api import deletion, errors, validation
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.errors import Cause
 from kubelite.api.listing import ListOptions
 from kubelite.api.objectmeta import replacement
-from kubelite.api.patching import patch_update
+from kubelite.api.patching import APPLY_PATCH, apply_update, decode_apply, patch_update
 from kubelite.api.rest import (
     CollectionDeleter,
     Context,
@@ -30,7 +31,9 @@ from kubelite.api.rest import (
     GracefulDeleter,
     Lister,
     NamedCreater,
+    ObjectUpdate,
     Patcher,
+    ResetFields,
     Storage,
     Updater,
     Warnings,
@@ -46,6 +49,7 @@ from kubelite.server.responses import send_list, send_object, stream_watch
 
 Obj = dict[str, Any]
 Headers = tuple[tuple[bytes, bytes], ...]
+MAX_FIELD_MANAGER = 128
 
 
 class Target:
@@ -134,7 +138,7 @@ async def list_objects(request: Request, send: Send, target: Target) -> None:
 async def create(request: Request, send: Send, target: Target) -> None:
     body = await request.json_object()
     warnings = _check_fields(request, target, "create", body)
-    options = WriteOptions(dry_run=_dry_run(request))
+    options = WriteOptions(_dry_run(request), _field_manager(request, "CreateOptions"))
     if target.name:
         named: NamedCreater = target.serving(NamedCreater)
         obj = await named.create_named(target.ctx, target.name, body, options)
@@ -149,7 +153,7 @@ async def update(request: Request, send: Send, target: Target) -> None:
     body = await request.json_object()
     warnings = _check_fields(request, target, "update", body)
     put = replacement(target.info, target.namespace, target.name, body)
-    options = WriteOptions(dry_run=_dry_run(request))
+    options = WriteOptions(_dry_run(request), _field_manager(request, "UpdateOptions"))
     obj, created = await updater.update(target.ctx, target.name, put, options)
     await send_object(request, send, target.object_info, obj, 201 if created else 200, warnings)
 
@@ -159,22 +163,35 @@ async def patch(request: Request, send: Send, target: Target) -> None:
     content_type = request.headers.get("content-type", "").split(";")[0].strip()
     if content_type not in PATCH_TYPES:
         raise errors.unsupported_media_type(list(PATCH_TYPES))
+    applying = content_type == APPLY_PATCH
+    force = _force(request, applying)
+    manager = _field_manager(request, "PatchOptions", applying)
     mode = validation.directive(request.query, "patch")
-    body = await request.json()
     warnings = Warnings()
-    patched = patch_update(
-        target.info,
-        target.name,
-        content_type,
-        body,
-        schema=target.object_info,
-        field_validation=mode,
-        warnings=warnings,
-    )
-    options = WriteOptions(dry_run=_dry_run(request))
-    obj, _ = await patcher.update(target.ctx, target.name, patched, options)
+    dry_run = _dry_run(request)
+    patched: ObjectUpdate
+    if applying:
+        config = decode_apply(await request.body(), mode, warnings)
+        storage = target.storage
+        reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
+        patched = apply_update(
+            target.info, target.namespace, target.name, config, manager,
+            force=force, subresource=request.info.subresource, reset=reset,
+        )  # fmt: skip
+    else:
+        patched = patch_update(
+            target.info,
+            target.name,
+            content_type,
+            await request.json(),
+            schema=target.object_info,
+            field_validation=mode,
+            warnings=warnings,
+        )
+    options = WriteOptions(dry_run, manager, apply=applying, patch=True)
+    obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
-    await send_object(request, send, target.object_info, obj, 200, headers)
+    await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
 
 
 async def delete(request: Request, send: Send, target: Target) -> None:
@@ -220,6 +237,60 @@ def _watch_timeout(query: dict[str, str]) -> float:
     except ValueError:
         raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax')
     return float(seconds) if seconds > 0 else random.uniform(1800, 3600)
+
+
+def _force(request: Request, applying: bool) -> bool:
+    """PatchOptions.force: only for apply; ``0`` and ``false`` (any case) are false."""
+    value = request.query.get("force")
+    if value is None:
+        return False
+    if not applying:
+        raise errors.invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            [Cause("FieldValueForbidden", "Forbidden: may not be specified for non-apply patch",
+                   "force")],
+        )  # fmt: skip
+    return not (value == "0" or value.lower() == "false")
+
+
+def _field_manager(request: Request, options: str, applying: bool = False) -> str:
+    """The manager a write is recorded under: ``fieldManager`` (validated; required for an
+    apply), else the User-Agent up to its first ``/`` (kube's managerOrUserAgent)."""
+    name = request.query.get("fieldManager", "")
+    causes: list[Cause] = []
+    if applying and not name:
+        causes.append(Cause("FieldValueRequired", "Required value: is required for apply patch",
+                            "fieldManager"))  # fmt: skip
+    if len(name.encode()) > MAX_FIELD_MANAGER:
+        causes.append(Cause("FieldValueTooLong",
+                            f"Too long: may not be more than {MAX_FIELD_MANAGER} bytes",
+                            "fieldManager"))  # fmt: skip
+    position = 0
+    for char in name:
+        if not char.isprintable():
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {orjson.dumps(name).decode()}: invalid character "
+                    f"U+{ord(char):04X} (at position {position})",
+                    "fieldManager",
+                )
+            )
+        position += len(char.encode())
+    if causes:
+        raise errors.invalid(options, "meta.k8s.io", "", causes)
+    if name:
+        return str(name)
+    prefix = ""
+    for char in request.headers.get("user-agent", "").split("/")[0]:
+        if not char.isprintable():
+            continue
+        if len((prefix + char).encode()) > MAX_FIELD_MANAGER:
+            break
+        prefix += char
+    return prefix
 
 
 def _dry_run(request: Request) -> bool:

@@ -21,11 +21,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_BODY = 3 * 1024 * 1024
 DISCARD_LIMIT = 64 * 1024 * 1024
 JSON = b"application/json"
-# Server-side apply (application/apply-patch+yaml) is not served yet, so it is not offered.
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 )
 
 

@@ -60,11 +60,18 @@ class CustomResourceStatusStrategy(StatusStrategy):
     def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
         status = new.get("status")
         has_status = "status" in new
+        managed_fields = new["metadata"].get("managedFields")  # this write's, already tracked
         new.clear()
         new.update(clone({key: value for key, value in old.items() if key != "status"}))
         new["metadata"].pop("resourceVersion", None)
+        new["metadata"].pop("managedFields", None)
+        if managed_fields is not None:
+            new["metadata"]["managedFields"] = managed_fields
         if has_status:
             new["status"] = status
+
+    def reset_fields(self, info: ResourceInfo) -> tuple[str, ...]:
+        return ("metadata", "spec")
 
     def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
         return self.main.validate_update(info, new, old)

@@ -1,0 +1,536 @@
+"""``metadata.managedFields``: who owns which field, updated on every write and enforced by
+server-side apply (apimachinery's ``managedfields/internal`` over structured-merge-diff's
+``merge.Updater``; shared/spec/server-side-apply.md is the specification).
+
+Two operations, each given the stored object (None when there is none) and the kind's
+:class:`~kubelite.api.shapes.Shape`:
+
+- :func:`track_update` (create, update, non-apply patch, their subresources): the writer owns
+  what its write added or changed and takes it from every other manager; what it removed leaves
+  every manager. No conflicts: an update always wins.
+- :func:`apply` (server-side apply): the applied configuration is merged into the live object;
+  the applier owns exactly the fields of its configuration; fields it owned before and no
+  longer sets are removed unless someone else owns them; a changed field that another manager
+  owns is a 409 conflict unless ``force``.
+
+Entries are keyed by their *identity*: the manager, the operation, the apiVersion (Update entries
+only) and the subresource, written as apimachinery writes it (a JSON object), which is also the
+order conflicts are reported in. ``reset`` paths (the fields a strategy resets for the endpoint:
+``status`` for the main resource, ``spec`` for ``/status``) are nobody's, on either side.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from kubelite.api import errors
+from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.errors import APIError, Cause
+from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path, path_string
+from kubelite.api.shapes import Shape, shape_of
+from kubelite.api.stored import now
+from kubelite.api.typed import (
+    MISSING,
+    TypedError,
+    compare,
+    ensure_named_fields,
+    merge,
+    remove_items,
+    to_set,
+)
+
+__all__ = [
+    "APPLY",
+    "UPDATE",
+    "BadManagedFields",
+    "apply",
+    "reset_set",
+    "track_update",
+]
+
+APPLY: Final = "Apply"
+UPDATE: Final = "Update"
+FIELDS_V1: Final = "FieldsV1"
+BEFORE_FIRST_APPLY: Final = "before-first-apply"
+ANCIENT_CHANGES: Final = "ancient-changes"
+MAX_UPDATE_MANAGERS: Final = 10
+LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
+
+#: Paths never recorded (apimachinery's stripmeta.go): exact paths, not what is below them.
+_STRIPPED: Final = FieldSet.of(
+    ("f:apiVersion",),
+    ("f:kind",),
+    ("f:metadata",),
+    *(
+        ("f:metadata", "f:" + name)
+        for name in (
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        )
+    ),
+)
+_NOT_COMPARED: Final = ("managedFields", "resourceVersion")
+
+
+class BadManagedFields(ValueError):
+    """managedFields that do not decode."""
+
+
+@dataclass(slots=True)
+class Entry:
+    manager: str
+    operation: str
+    api_version: str
+    subresource: str
+    time: str | None
+    fields: FieldSet
+
+    @property
+    def identity(self) -> str:
+        """apimachinery's manager identifier (``BuildManagerIdentifier``)."""
+        out: dict[str, str] = {"manager": self.manager} if self.manager else {}
+        out["operation"] = self.operation
+        if self.operation == UPDATE and self.api_version:
+            out["apiVersion"] = self.api_version
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+    def printed(self) -> str:
+        """The manager as a conflict message names it."""
+        text = json.dumps(self.manager, ensure_ascii=False)
+        if self.subresource:
+            text += f" with subresource {json.dumps(self.subresource, ensure_ascii=False)}"
+        if self.operation == UPDATE:
+            text += f" using {self.api_version}"
+        return text
+
+    def encoded(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+        }
+        if self.time is not None:
+            out["time"] = self.time
+        out["fieldsType"] = FIELDS_V1
+        out["fieldsV1"] = self.fields.to_fields_v1()
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+Managed = dict[str, Entry]
+
+
+def decode(raw: Any) -> Managed:
+    """The entries of a managedFields value, by identity (BadManagedFields if it is not one)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise BadManagedFields("managedFields must be a list")
+    out: Managed = {}
+    for item in raw:
+        if not isinstance(item, dict):
+            raise BadManagedFields("a managedFields entry must be an object")
+        operation = item.get("operation")
+        if operation not in (APPLY, UPDATE):
+            raise BadManagedFields(f"unsupported operation {operation}")
+        if item.get("fieldsType") != FIELDS_V1:
+            raise BadManagedFields(f"field type not supported: {item.get('fieldsType')!r}")
+        try:
+            fields = FieldSet.from_fields_v1(item.get("fieldsV1"))
+        except FieldsV1Error as exc:
+            raise BadManagedFields(f"error decoding fields: {exc}") from None
+        manager, version = item.get("manager") or "", item.get("apiVersion") or ""
+        subresource, time = item.get("subresource") or "", item.get("time")
+        if not all(isinstance(v, str) for v in (manager, version, subresource)):
+            raise BadManagedFields("manager, apiVersion and subresource must be strings")
+        entry = Entry(
+            manager,
+            operation,
+            version,
+            subresource,
+            time if isinstance(time, str) else None,
+            fields,
+        )
+        out[entry.identity] = entry
+    return out
+
+
+def _seconds(time: str | None) -> float:
+    if not time:
+        return 0.0
+    try:
+        return datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def encode(managed: Managed) -> list[dict[str, Any]]:
+    """The managedFields value, in apimachinery's order: Apply before Update, then by time,
+    manager, apiVersion, subresource."""
+    entries = sorted(
+        (e for e in managed.values() if not e.fields.empty()),
+        key=lambda e: (e.operation, _seconds(e.time), e.manager, e.api_version, e.subresource),
+    )
+    return [e.encoded() for e in entries]
+
+
+def _store(obj: dict[str, Any], managed: Managed) -> None:
+    meta = obj.setdefault("metadata", {})
+    entries = encode(managed)
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+
+
+@functools.lru_cache(maxsize=256)
+def reset_set(paths: tuple[str, ...]) -> FieldSet:
+    """The FieldSet of dotted reset paths (``status``, ``metadata.labels``); shared, never
+    change it."""
+    return FieldSet.of(*(tuple("f:" + part for part in p.split(".")) for p in paths))
+
+
+def _comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` without what a comparison skips (its managedFields and resourceVersion)."""
+    if obj is None:
+        return {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not any(k in meta for k in _NOT_COMPARED):
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k not in _NOT_COMPARED}}
+
+
+def _zero(info: ResourceInfo, shape: Shape) -> dict[str, Any]:
+    """What a create is compared with: the Go zero value of a built-in kind, the bare type of a
+    custom resource (apiserver's ``Creater.New``)."""
+    if info.builtin:
+        return shape.zero()
+    return {"apiVersion": info.group_version, "kind": info.kind}
+
+
+# -- Update ----------------------------------------------------------------------------------
+
+
+def track_update(
+    info: ResourceInfo,
+    live: dict[str, Any] | None,
+    new: dict[str, Any],
+    manager: str,
+    *,
+    subresource: str = "",
+    reset: FieldSet | None = None,
+) -> None:
+    """Record a create (``live`` None) or an update by ``manager`` in ``new``'s managedFields
+    (in place). The entries start from the body's managedFields when it has decodable ones (a
+    client may edit them; ``[]`` or ``[{}]`` clears them), else from the stored object's; a
+    subresource write always starts from the stored ones. A stored object without
+    managedFields stays without them until its first apply."""
+    meta = new.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    live_raw = (live.get("metadata") or {}).get("managedFields") if live is not None else None
+    managed: Managed
+    if subresource:
+        managed = _decode_or_empty(live_raw)
+    else:
+        sent = meta.get("managedFields")
+        if isinstance(sent, list) and (not sent or sent == [{}]):
+            managed = {}
+        else:
+            managed = _decode_or_empty(sent)
+            if not managed:
+                managed = _decode_or_empty(live_raw)
+    meta.pop("managedFields", None)
+    if not managed and live is not None:
+        return
+    shape = shape_of(info)
+    old = _comparable(live) if live is not None else _zero(info, shape)
+    try:
+        managed = _updated(managed, old, _comparable(new), shape, info.group_version,
+                           manager, subresource, reset)  # fmt: skip
+    except (ValueError, TypedError):
+        return  # apiserver drops managedFields it cannot compute ("should not happen")
+    _store(new, _capped(managed))
+
+
+def _decode_or_empty(raw: Any) -> Managed:
+    try:
+        return decode(raw)
+    except BadManagedFields:
+        return {}
+
+
+def _updated(
+    managed: Managed,
+    old: Any,
+    new: Any,
+    shape: Shape,
+    api_version: str,
+    manager: str,
+    subresource: str,
+    reset: FieldSet | None,
+) -> Managed:
+    diff = compare(old, new, shape)
+    if reset is not None:
+        diff = diff.without(reset)
+    changed = diff.changed()
+    taken = changed.union(diff.removed)
+    out: Managed = {}
+    for identity, entry in managed.items():
+        rest = entry.fields.difference(taken)
+        if not rest.empty():
+            out[identity] = _with(entry, rest)
+    owned = changed.difference(diff.removed).difference(_STRIPPED)
+    if owned.empty():
+        return out
+    entry = Entry(manager or "unknown", UPDATE, api_version, subresource, now(), owned)
+    previous = out.get(entry.identity)
+    if previous is not None:
+        entry.fields = owned.union(previous.fields)
+    out[entry.identity] = entry
+    return out
+
+
+def _with(entry: Entry, fields: FieldSet) -> Entry:
+    return Entry(
+        entry.manager, entry.operation, entry.api_version, entry.subresource, entry.time, fields
+    )
+
+
+def _capped(managed: Managed) -> Managed:
+    """At most 10 Update entries: the oldest merged, per apiVersion, into ``ancient-changes``."""
+    updaters = [i for i, e in managed.items() if e.operation == UPDATE]
+    if len(updaters) <= MAX_UPDATE_MANAGERS:
+        return managed
+    updaters.sort(key=lambda i: (_seconds(managed[i].time), i))
+    first_of_version: dict[str, str] = {}
+    count = len(updaters)
+    for identity in updaters:
+        if count <= MAX_UPDATE_MANAGERS:
+            break
+        entry = managed[identity]
+        version = entry.api_version
+        if version not in first_of_version:
+            first_of_version[version] = identity
+            continue
+        bucket = Entry(ANCIENT_CHANGES, UPDATE, version, "", entry.time, FieldSet())
+        if bucket.identity not in managed:
+            first = managed.pop(first_of_version[version])
+            bucket.fields = first.fields
+        else:
+            bucket.fields = managed[bucket.identity].fields
+        bucket.fields = entry.fields.union(bucket.fields)
+        managed[bucket.identity] = bucket
+        del managed[identity]
+        count -= 1
+    return managed
+
+
+# -- Apply -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    manager: Entry
+    path: Path
+
+
+def apply(
+    info: ResourceInfo,
+    live: dict[str, Any] | None,
+    config: dict[str, Any],
+    manager: str,
+    *,
+    force: bool = False,
+    subresource: str = "",
+    reset: FieldSet | None = None,
+) -> dict[str, Any]:
+    """The object ``manager`` makes by applying ``config`` to ``live`` (None: the object does
+    not exist yet), with its managedFields. Raises the 409 of the conflicts, unless ``force``."""
+    shape = shape_of(info)
+    _check_config(info, config, shape)
+    base = live if live is not None else {}
+    try:
+        managed = decode((base.get("metadata") or {}).get("managedFields"))
+    except BadManagedFields as exc:
+        raise errors.internal(f"failed to decode managed fields: {exc}") from None
+    if not managed and live is not None:
+        managed = _updated({}, _zero(info, shape), _comparable(live), shape, info.group_version,
+                           BEFORE_FIRST_APPLY, subresource, reset)  # fmt: skip
+    applier = Entry(manager, APPLY, info.group_version, subresource, None, FieldSet())
+    try:
+        merged, managed = _applied(base, config, managed, applier, shape, force, reset)
+    except _Conflicts as conflicts:
+        allowed = _allowed_by_last_applied(manager, base, shape) if manager == "kubectl" else None
+        remaining = [c for c in conflicts.found if allowed is None or not allowed.has(c.path)]
+        if remaining:
+            raise _conflict_error(remaining) from None
+        merged, managed = _applied(base, config, managed, applier, shape, True, reset)
+    if manager == "kubectl":
+        _update_last_applied(merged, config)
+    _store(merged, _capped(managed))
+    return merged
+
+
+class _Conflicts(Exception):
+    def __init__(self, found: list[Conflict]) -> None:
+        super().__init__(f"{len(found)} conflicts")
+        self.found = found
+
+
+def _check_config(info: ResourceInfo, config: dict[str, Any], shape: Shape) -> None:
+    version, kind = config.get("apiVersion") or "", config.get("kind") or ""
+    if version != info.group_version or kind != info.kind:
+        group, _, ver = str(version).rpartition("/")
+        raise errors.bad_request(f"invalid object type: {group}/{ver}, Kind={kind}")
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        raise errors.bad_request("metadata.managedFields must be nil")
+
+
+def _applied(
+    live: dict[str, Any],
+    config: dict[str, Any],
+    managed: Managed,
+    applier: Entry,
+    shape: Shape,
+    force: bool,
+    reset: FieldSet | None,
+) -> tuple[dict[str, Any], Managed]:
+    """structured-merge-diff's ``Updater.Apply``: merge, prune, then the conflicts."""
+    config_set = to_set(config, shape)
+    if reset is not None:
+        config_set = config_set.recursive_difference(reset)
+    merged = merge(live, config, shape)
+    merged = {} if merged is MISSING else merged
+    last = managed.get(applier.identity)
+    managers = dict(managed)
+    mine = Entry(applier.manager, APPLY, applier.api_version, applier.subresource,
+                 last.time if last else None, config_set)  # fmt: skip
+    managers[mine.identity] = mine
+    if last is not None and not last.fields.empty():
+        merged = _pruned(merged, managers, last.fields, shape)
+    diff = compare(_comparable(live), _comparable(merged), shape)
+    if reset is not None:
+        diff = diff.without(reset)
+    changed = diff.changed()
+    found: list[Conflict] = []
+    out: Managed = {}
+    for identity, entry in sorted(managers.items()):
+        if identity == mine.identity:
+            continue
+        clash = entry.fields.intersection(changed)
+        found.extend(Conflict(entry, path) for path in clash.paths())
+        rest = entry.fields.difference(clash).difference(diff.removed)
+        if not rest.empty():
+            out[identity] = _with(entry, rest)
+    if found and not force:
+        raise _Conflicts(found)
+    mine.fields = mine.fields.difference(_STRIPPED)
+    if not mine.fields.empty():
+        if _comparable(merged) != _comparable(live):
+            mine.time = now()
+        out[mine.identity] = mine
+    return merged, out
+
+
+def _pruned(merged: Any, managers: Managed, last: FieldSet, shape: Shape) -> Any:
+    """What the applier owned last time and no longer applies, removed from ``merged`` unless
+    another manager owns it (structured-merge-diff's prune, addBackOwnedItems and
+    addBackDanglingItems)."""
+    last = ensure_named_fields(last, shape)
+    pruned = _or_empty(remove_items(merged, last, shape))
+    owned = FieldSet()
+    for entry in managers.values():
+        owned = owned.union(entry.fields)
+    merged_set = ensure_named_fields(to_set(merged, shape, strict=False), shape)
+    pruned_set = ensure_named_fields(to_set(pruned, shape, strict=False), shape)
+    dropped = merged_set.difference(pruned_set.union(ensure_named_fields(owned, shape)))
+    pruned = _or_empty(remove_items(merged, dropped, shape))
+    pruned_set = ensure_named_fields(to_set(pruned, shape, strict=False), shape)
+    return _or_empty(
+        remove_items(merged, merged_set.difference(pruned_set).intersection(last), shape)
+    )
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is MISSING else value
+
+
+def _conflict_error(found: list[Conflict]) -> APIError:
+    causes = [
+        Cause("FieldManagerConflict", f"conflict with {c.manager.printed()}", path_string(c.path))
+        for c in found
+    ]
+    if len(found) == 1:
+        only = found[0]
+        message = (
+            f"Apply failed with 1 conflict: conflict with {only.manager.printed()}: "
+            f"{path_string(only.path)}"
+        )
+    else:
+        lines: list[str] = []
+        by_manager: dict[str, list[Conflict]] = {}
+        for c in found:
+            by_manager.setdefault(c.manager.identity, []).append(c)
+        for identity in sorted(by_manager):
+            group = by_manager[identity]
+            lines.append(f"conflicts with {group[0].manager.printed()}:")
+            lines.extend(f"- {path_string(c.path)}" for c in group)
+        message = f"Apply failed with {len(found)} conflicts: " + "\n".join(lines)
+    return APIError(409, "Conflict", message, {"causes": [c.as_dict() for c in causes]})
+
+
+# -- kubectl's last-applied annotation ---------------------------------------------------------
+
+
+def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    found = meta.get("annotations") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _allowed_by_last_applied(manager: str, live: dict[str, Any], shape: Shape) -> FieldSet | None:
+    """The conflicts kubectl may override: fields of its last client-side apply whose live
+    value is still the one it applied (apimachinery's lastappliedmanager.go)."""
+    text = _annotations(live).get(LAST_APPLIED)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        last_applied = json.loads(text)
+        applied_set = to_set(last_applied, shape)
+        diff = compare(last_applied, _comparable(live), shape)
+    except (ValueError, TypedError):
+        return None
+    return applied_set.difference(diff.modified)
+
+
+def _update_last_applied(merged: dict[str, Any], config: dict[str, Any]) -> None:
+    """After a server-side apply by ``kubectl``, its client-side annotation (when the object
+    has one) becomes the applied configuration (apimachinery's lastappliedupdater.go)."""
+    annotations = _annotations(merged)
+    if not annotations.get(LAST_APPLIED):
+        return
+    body = json.loads(json.dumps(config))
+    body_annotations = _annotations(body)
+    body_annotations.pop(LAST_APPLIED, None)
+    if isinstance(body.get("metadata"), dict) and "annotations" in body["metadata"]:
+        body["metadata"]["annotations"] = body_annotations
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        text = text.replace(char, escaped)
+    annotations[LAST_APPLIED] = text + "\n"
