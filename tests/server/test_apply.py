@@ -382,3 +382,150 @@ def test_status_apply_owns_status_only(server: Server) -> None:
     assert code == 200
     assert obj["status"]["replicas"] == 3
     assert "f:status" not in fields(obj, "ci")
+
+
+def test_scale_writes_own_the_replica_count(server: Server) -> None:
+    body = deployment([{"name": "app", "image": "app:1"}], selector={"matchLabels": {"app": "w"}})
+    body["spec"]["template"]["metadata"] = {"labels": {"app": "w"}}
+    body["spec"]["replicas"] = 2
+    apply(server, DEPLOY + "/web", body, "ci")
+    code, scale = server.request(
+        "PATCH", DEPLOY + "/web/scale?fieldManager=scaler", {"spec": {"replicas": 5}}, MERGE
+    )
+    assert code == 200, scale
+    assert "managedFields" not in scale["metadata"]  # a Scale shows none, as in kube
+    _, obj = server.request("GET", DEPLOY + "/web")
+    scaler = entries(obj)["scaler/scale"]
+    assert scaler["operation"] == "Update"
+    assert scaler["apiVersion"] == "apps/v1"
+    assert scaler["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in fields(obj, "ci")["f:spec"]
+    # an apply to the Scale conflicts with the Scale's owner of spec.replicas, then forces
+    scale_config = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 7},
+    }
+    code, status = apply(server, DEPLOY + "/web/scale", scale_config, "hpa")
+    assert code == 409, status
+    assert status["message"] == (
+        'Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using '
+        "autoscaling/v1: .spec.replicas"
+    )
+    code, scale = apply(server, DEPLOY + "/web/scale", scale_config, "hpa", force="true")
+    assert code == 200, scale
+    assert scale["spec"]["replicas"] == 7
+    _, obj = server.request("GET", DEPLOY + "/web")
+    assert obj["spec"]["replicas"] == 7
+    hpa = entries(obj)["hpa/scale"]
+    assert (hpa["operation"], hpa["apiVersion"]) == ("Apply", "apps/v1")
+    assert hpa["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "scaler/scale" not in entries(obj)
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+WIDGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "replicas": {"type": "integer"},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "x-kubernetes-list-type": "set",
+                },
+            },
+        },
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+    },
+}
+
+
+def widgets(server: Server) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": WIDGET_SCHEMA},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+    assert server.request("POST", CRDS, crd)[0] == 201
+
+
+def widget(**body: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, **body}
+
+
+def test_custom_resource_status_apply_and_create_by_post(server: Server) -> None:
+    widgets(server)
+    code, obj = server.request(
+        "POST",
+        WIDGETS + "?fieldManager=kubectl-create",
+        widget(spec={"replicas": 1, "tags": ["a"]}),
+    )
+    assert code == 201, obj
+    # an Update on an unstructured zero object: spec and the set are new, so owned themselves
+    created = {"f:spec": {".": {}, "f:replicas": {}, "f:tags": {".": {}, 'v:"a"': {}}}}
+    assert fields(obj, "kubectl-create") == created
+    body = widget(spec={"replicas": 9}, status={"ready": True})
+    code, obj = apply(server, WIDGETS + "/w1/status", body, "ctrl")
+    assert code == 200, obj
+    assert obj["status"] == {"ready": True}
+    assert obj["spec"]["replicas"] == 1  # /status resets spec
+    assert entries(obj)["ctrl/status"] == {
+        "manager": "ctrl",
+        "operation": "Apply",
+        "apiVersion": "example.com/v1",
+        "time": entries(obj)["ctrl/status"]["time"],
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:status": {"f:ready": {}}},
+        "subresource": "status",
+    }
+    code, status = apply(server, WIDGETS + "/w1/status", widget(status={"ready": False}), "other")
+    assert code == 409
+    assert status["message"] == (
+        'Apply failed with 1 conflict: conflict with "ctrl" with subresource "status": '
+        ".status.ready"
+    )
+    code, obj = apply(server, WIDGETS + "/w1", widget(spec={"tags": ["a", "b"]}), "tagger")
+    assert code == 200, obj
+    assert obj["spec"]["tags"] == ["a", "b"]
+    assert fields(obj, "tagger") == {"f:spec": {"f:tags": {'v:"a"': {}, 'v:"b"': {}}}}
+    # a set is merged by value: "a" is now owned by both, "b" by the applier alone
+    assert fields(obj, "kubectl-create") == created
+
+
+def test_writes_that_change_nothing_are_not_stored(server: Server) -> None:
+    _, first = apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "a")
+    version = first["metadata"]["resourceVersion"]
+    _, again = apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "a")
+    assert again["metadata"]["resourceVersion"] == version
+    assert again["metadata"]["managedFields"] == first["metadata"]["managedFields"]
+    code, put = server.request("PUT", CM + "/cm", {**again, "data": {"a": "1"}})
+    assert code == 200
+    assert put["metadata"]["resourceVersion"] == version
+
+
+def test_watch_events_carry_managed_fields(server: Server) -> None:
+    reader, events = server.watch_lines(CM + "?watch=true", 2)
+    apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "alice")
+    reader.join()
+    (event,) = events
+    assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["managedFields"][0]["manager"] == "alice"

@@ -19,10 +19,11 @@ a new set and never changes its operands.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
-
-import orjson
 
 __all__ = [
     "FieldSet",
@@ -47,13 +48,15 @@ def field(name: str) -> str:
 
 
 def key(fields: Mapping[str, Any]) -> str:
-    """The element of the associative-list item whose key fields are ``fields``."""
-    return "k:" + orjson.dumps(dict(sorted(fields.items()))).decode()
+    """The element of the associative-list item whose key fields are ``fields`` (as
+    structured-merge-diff writes it: names sorted and not HTML-escaped, values as its JSON)."""
+    body = ",".join(_json_string(n, html=False) + ":" + _json(fields[n]) for n in sorted(fields))
+    return "k:{" + body + "}"
 
 
 def value(item: Any) -> str:
     """The element of the set item ``item`` (a scalar)."""
-    return "v:" + orjson.dumps(item).decode()
+    return "v:" + _json(item)
 
 
 def index(i: int) -> str:
@@ -209,41 +212,180 @@ class FieldSet:
 
     @classmethod
     def from_fields_v1(cls, document: Any) -> FieldSet:
-        """The set a FieldsV1 document encodes; :class:`FieldsV1Error` when it is not one."""
+        """The set a FieldsV1 document encodes; :class:`FieldsV1Error` when it is not one.
+
+        As structured-merge-diff reads it (serialize.go ``readIterV1``): ``null`` is an empty
+        object, elements are normalised (``k:{ "b":1,"a":2}`` is ``k:{"a":2,"b":1}``), elements
+        of an unknown type (``r:x``) are dropped, and an element is a member when its object
+        is empty, holds ``"."``, or holds only dropped elements."""
+        if document is None:
+            return cls()
         if not isinstance(document, dict):
             raise FieldsV1Error(f"expected an object, got {type(document).__name__}")
         out = cls()
         for element, body in document.items():
             if element == ".":
                 continue
-            if not isinstance(body, dict):
+            if body is None:
+                body = {}
+            elif not isinstance(body, dict):
                 raise FieldsV1Error(f"expected an object for {element!r}")
-            _check_element(element)
-            if not body or "." in body:
-                out.members.add(element)
-            if any(k != "." for k in body):
-                sub = cls.from_fields_v1(body)
-                if not sub.empty():
-                    out.children[element] = sub
+            canonical = _canonical(element)
+            if canonical is None:
+                continue
+            sub = cls.from_fields_v1(body)
+            if "." in body or sub.empty():
+                out.members.add(canonical)
+            if not sub.empty():
+                out.children[canonical] = sub
         return out
+
+    @staticmethod
+    def check_fields_v1(document: Any) -> None:
+        """Raise :class:`FieldsV1Error` unless ``document`` is a FieldsV1 encoding (what
+        :meth:`from_fields_v1` accepts), without building the set."""
+        if document is None:
+            return
+        if not isinstance(document, dict):
+            raise FieldsV1Error(f"expected an object, got {type(document).__name__}")
+        for element, body in document.items():
+            if element == ".":
+                continue
+            if body is not None and not isinstance(body, dict):
+                raise FieldsV1Error(f"expected an object for {element!r}")
+            if not element.startswith("f:"):
+                _canonical(element)
+            if body:
+                FieldSet.check_fields_v1(body)
 
 
 _EMPTY = FieldSet()
 
 
-def _check_element(element: str) -> None:
-    kind, sep, payload = element.partition(":")
-    if not sep or kind not in "fkvi" or len(kind) != 1:
-        raise FieldsV1Error(f"unknown path element {element!r}")
-    if kind in "kv":
+_INDEX = re.compile(r"[+-]?[0-9]+")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _canonical(element: str) -> str | None:
+    """``element`` as structured-merge-diff re-serialises it (serialize-pe.go
+    ``DeserializePathElement``), None for an unknown element type (dropped)."""
+    if element.encode("utf-8", "surrogatepass")[1:2] != b":":  # Go looks at the second byte
+        raise FieldsV1Error(f"bad path element {element!r}: expected <type>:<value>")
+    kind, payload = element[0], element[2:]
+    if kind == "f":
+        return element
+    if kind == "i":
+        if len(payload) > 20 or not _INDEX.fullmatch(payload):
+            raise FieldsV1Error(f"bad index {element!r}")
+        if not -(2**63) <= int(payload) < 2**63:
+            raise FieldsV1Error(f"bad index {element!r}: out of range")
+        return index(int(payload))
+    if kind not in "kv":
+        return None
+    try:
+        parsed = json.loads(payload, parse_constant=_reject_constant)
+        if kind == "v":
+            return value(parsed)
+        if isinstance(parsed, dict):
+            return key(parsed)
+    except ValueError as exc:
+        raise FieldsV1Error(f"bad path element {element!r}: {exc}") from None
+    raise FieldsV1Error(f"bad key {element!r}: not an object")
+
+
+# -- structured-merge-diff's JSON (json-iterator, ConfigCompatibleWithStandardLibrary) --------
+
+_JSON_SHORT = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JSON_SPECIAL = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+_JSON_SPECIAL_HTML = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _JSON_SHORT:
+        return _JSON_SHORT[ch]
+    if "\ud800" <= ch <= "\udfff":
+        return "\\ufffd"  # not a valid rune; Go has no such string
+    return f"\\u{ord(ch):04x}"
+
+
+def _json_string(text: str, html: bool = True) -> str:
+    """A JSON string as json-iterator writes it: ``"``, ``\\``, ``\\n``, ``\\r``, ``\\t``
+    escaped short, other control characters as ``\\u00XX``; with ``html`` (every value, but not
+    the field names of a key) also ``<``, ``>``, ``&``, U+2028 and U+2029 as ``\\uXXXX``."""
+    pattern = _JSON_SPECIAL_HTML if html else _JSON_SPECIAL
+    return '"' + pattern.sub(_json_escape, text) + '"'
+
+
+def _json(item: Any) -> str:
+    """A value as structured-merge-diff writes it in a ``k:`` or ``v:`` element: compact, maps
+    with sorted keys, strings HTML-escaped, numbers as Go's float64/int64 (``1.0`` is ``1``)."""
+    if item is None:
+        return "null"
+    if item is True:
+        return "true"
+    if item is False:
+        return "false"
+    if isinstance(item, str):
+        return _json_string(item)
+    if isinstance(item, int):
+        if -(2**63) <= item < 2**63:
+            return str(item)
         try:
-            parsed = json.loads(payload)
-        except ValueError as exc:
-            raise FieldsV1Error(f"bad path element {element!r}: {exc}") from None
-        if kind == "k" and not isinstance(parsed, dict):
-            raise FieldsV1Error(f"bad key {element!r}")
-    elif kind == "i" and not payload.lstrip("-").isdigit():
-        raise FieldsV1Error(f"bad index {element!r}")
+            return _json_float(float(item))  # beyond int64 Go decodes a float64
+        except OverflowError:
+            raise ValueError(f"unsupported value: {item}") from None
+    if isinstance(item, float):
+        return _json_float(item)
+    if isinstance(item, list | tuple):
+        return "[" + ",".join(_json(v) for v in item) + "]"
+    if isinstance(item, Mapping):
+        return "{" + ",".join(_json_string(k) + ":" + _json(item[k]) for k in sorted(item)) + "}"
+    raise TypeError(f"not a JSON value: {type(item).__name__}")
+
+
+def _float_digits(number: float) -> tuple[str, str, int]:
+    """(sign, shortest decimal digits, decimal point position): ``number`` is
+    ``sign 0.<digits> * 10**point``. ValueError for NaN and infinities (Go writes no JSON)."""
+    if not math.isfinite(number):
+        raise ValueError(f"unsupported value: {number}")
+    sign = "-" if math.copysign(1.0, number) < 0 else ""
+    if number == 0:
+        return sign, "0", 1
+    parts = Decimal(repr(abs(number))).as_tuple()
+    digits = "".join(map(str, parts.digits))
+    point = len(digits) + int(parts.exponent)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    return sign, stripped.rstrip("0"), point
+
+
+def _format_f(sign: str, digits: str, point: int) -> str:
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _format_e(sign: str, digits: str, point: int) -> str:
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    exponent = point - 1
+    return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+
+
+def _json_float(number: float) -> str:
+    """json-iterator's ``WriteFloat64``: shortest digits, ``%e`` below 1e-6 and from 1e21
+    (``e-07`` shortened to ``e-7``), else ``%f``."""
+    sign, digits, point = _float_digits(number)
+    magnitude = abs(number)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = _format_e(sign, digits, point)
+        return text[:-2] + text[-1] if text[-4:-1] == "e-0" else text
+    return _format_f(sign, digits, point)
 
 
 # -- ordering and printing ---------------------------------------------------------------------
@@ -279,14 +421,55 @@ def _value_key(item: Any) -> tuple[Any, ...]:
     return (5,)
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_GO_ESCAPES |= {"\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` (``strconv.Quote``): printable characters as they are, the rest escaped."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append("\\ufffd")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _go_float(number: float) -> str:
+    """Go's ``%v`` of a float64 (``%g`` with the shortest digits: ``1``, ``1.5``, ``1e+06``)."""
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    sign, digits, point = _float_digits(number)
+    if number != 0 and not -4 <= point - 1 < 6:
+        return _format_e(sign, digits, point)
+    return _format_f(sign, digits, point)
+
+
 def _go_value(item: Any) -> str:
     """A value as structured-merge-diff's ``value.ToString`` prints it (strings quoted)."""
     if isinstance(item, str):
-        return json.dumps(item, ensure_ascii=False)
+        return _go_quote(item)
     if item is None:
         return "null"
     if isinstance(item, bool):
         return "true" if item else "false"
+    if isinstance(item, float):
+        return _go_float(item)
+    if isinstance(item, list):
+        return "[" + ",".join(_go_value(v) for v in item) + "]"
+    if isinstance(item, dict):
+        return "".join(f"{k}={_go_value(v)}" for k, v in sorted(item.items()))
     return str(item)
 
 

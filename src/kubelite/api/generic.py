@@ -400,7 +400,8 @@ class GenericStore:
             kv = await self.store.get(key)
         while True:
             try:
-                new = await step(None if kv is None else decode(kv, info))
+                current = None if kv is None else decode(kv, info)
+                new = await step(current)
             except APIError:
                 if not guessed:
                     raise
@@ -416,7 +417,7 @@ class GenericStore:
                 if kv is None:
                     revision = await writes.create(key, data, dry_run)
                     return Written(stamped(new, revision), written=True, created=True)
-                if same_stored(data, kv.value, info):
+                if same_stored(data, kv.value, info) or same_content(new, current):
                     if guessed:
                         kv, guessed = await self.store.get(key), False
                         continue
@@ -470,6 +471,22 @@ class ReadsOf:
 
     def reset_fields(self) -> tuple[str, ...]:
         return self.store.reset_fields()
+
+
+def same_content(new: Obj, current: Obj | None) -> bool:
+    """Whether an update's object is the stored one but for its resourceVersion and the order
+    of keys (kube compares canonical encodings, in which key order cannot differ)."""
+    if current is None:
+        return False
+    meta, stored = new.get("metadata"), current.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(stored, dict):
+        return False
+    if new.keys() != current.keys() or any(new[k] != current[k] for k in new if k != "metadata"):
+        return False
+    drop = "resourceVersion"
+    return {k: v for k, v in meta.items() if k != drop} == {
+        k: v for k, v in stored.items() if k != drop
+    }
 
 
 def stamped(obj: Obj, revision: int) -> Obj:

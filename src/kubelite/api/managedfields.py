@@ -27,14 +27,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+import orjson
+
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path, path_string
 from kubelite.api.shapes import Shape, shape_of
-from kubelite.api.stored import now
+from kubelite.api.stored import clone, now
 from kubelite.api.typed import (
     MISSING,
+    Comparison,
     TypedError,
     compare,
     ensure_named_fields,
@@ -99,13 +102,7 @@ class Entry:
     @property
     def identity(self) -> str:
         """apimachinery's manager identifier (``BuildManagerIdentifier``)."""
-        out: dict[str, str] = {"manager": self.manager} if self.manager else {}
-        out["operation"] = self.operation
-        if self.operation == UPDATE and self.api_version:
-            out["apiVersion"] = self.api_version
-        if self.subresource:
-            out["subresource"] = self.subresource
-        return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+        return _identity(self.manager, self.operation, self.api_version, self.subresource)
 
     def printed(self) -> str:
         """The manager as a conflict message names it."""
@@ -238,40 +235,167 @@ def track_update(
     (in place). The entries start from the body's managedFields when it has decodable ones (a
     client may edit them; ``[]`` or ``[{}]`` clears them), else from the stored object's; a
     subresource write always starts from the stored ones. A stored object without
-    managedFields stays without them until its first apply."""
+    managedFields stays without them until its first apply.
+
+    Entries are kept as the JSON they are stored as, and only those the write touches are
+    decoded: most writes change a few fields that other managers do not own, so they cost a
+    comparison of the two objects and a walk of the changed paths."""
     meta = new.get("metadata")
     if not isinstance(meta, dict):
         return
     live_raw = (live.get("metadata") or {}).get("managedFields") if live is not None else None
-    managed: Managed
-    if subresource:
-        managed = _decode_or_empty(live_raw)
+    sent = meta.pop("managedFields", None)
+    entries: list[dict[str, Any]] | None
+    if subresource or sent is None or sent == live_raw:
+        entries = _stored_entries(live_raw)
+    elif isinstance(sent, list) and (not sent or sent == [{}]):
+        entries = []
     else:
-        sent = meta.get("managedFields")
-        if isinstance(sent, list) and (not sent or sent == [{}]):
-            managed = {}
-        else:
-            managed = _decode_or_empty(sent)
-            if not managed:
-                managed = _decode_or_empty(live_raw)
-    meta.pop("managedFields", None)
-    if not managed and live is not None:
+        entries = _sent_entries(sent)
+        if not entries:
+            entries = _stored_entries(live_raw)
+    if not entries and live is not None:
         return
     shape = shape_of(info)
     old = _comparable(live) if live is not None else _zero(info, shape)
     try:
-        managed = _updated(managed, old, _comparable(new), shape, info.group_version,
-                           manager, subresource, reset)  # fmt: skip
+        diff = compare(old, _comparable(new), shape)
     except (ValueError, TypedError):
         return  # apiserver drops managedFields it cannot compute ("should not happen")
-    _store(new, _capped(managed))
+    if reset is not None:
+        diff = diff.without(reset)
+    writer = Entry(manager or "unknown", UPDATE, info.group_version, subresource, None, FieldSet())
+    updated = _updated_entries(entries or [], diff, writer)
+    if updated:
+        meta["managedFields"] = updated
 
 
-def _decode_or_empty(raw: Any) -> Managed:
+def _stored_entries(raw: Any) -> list[dict[str, Any]]:
+    """The stored object's entries, as stored (their fields were checked when written); []
+    when they are not a list of entries at all."""
+    if not isinstance(raw, list) or not all(_entry_like(item) for item in raw):
+        return []
+    return raw
+
+
+def _sent_entries(raw: Any) -> list[dict[str, Any]]:
+    """Entries a client sent, when every one decodes (else []); one per identity, the last."""
+    if not isinstance(raw, list) or not all(_entry_like(item) for item in raw):
+        return []
     try:
-        return decode(raw)
-    except BadManagedFields:
-        return {}
+        for item in raw:
+            FieldSet.check_fields_v1(item["fieldsV1"])
+    except FieldsV1Error:
+        return []
+    return list({_raw_identity(item): item for item in raw}.values())
+
+
+def _entry_like(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("operation") in (APPLY, UPDATE)
+        and item.get("fieldsType") == FIELDS_V1
+        and isinstance(item.get("fieldsV1"), dict)
+        and all(isinstance(item.get(k, ""), str) for k in ("manager", "apiVersion", "subresource"))
+    )
+
+
+def _updated_entries(
+    entries: list[dict[str, Any]], diff: Comparison, writer: Entry
+) -> list[dict[str, Any]]:
+    """structured-merge-diff's Update over stored entries: what the write changed or removed
+    leaves every other entry; what it changed (not removed) joins the writer's, whose time is
+    then now."""
+    changed = diff.changed()
+    taken = changed.union(diff.removed)
+    if taken.empty():
+        return entries
+    owned = changed.difference(diff.removed).difference(_STRIPPED)
+    out: list[dict[str, Any]] = []
+    prior: dict[str, Any] | None = None
+    for raw in entries:
+        if _raw_identity(raw) == writer.identity:
+            prior = raw
+            continue
+        if _touches(raw["fieldsV1"], taken):
+            rest = FieldSet.from_fields_v1(raw["fieldsV1"]).difference(taken)
+            if rest.empty():
+                continue
+            raw = {**raw, "fieldsV1": rest.to_fields_v1()}
+        out.append(raw)
+    if prior is not None and diff.removed.empty() and _holds(prior["fieldsV1"], owned):
+        out.append({**prior, "time": now()} if not owned.empty() else prior)
+    elif prior is not None or not owned.empty():
+        fields = owned
+        if prior is not None:
+            fields = FieldSet.from_fields_v1(prior["fieldsV1"]).difference(taken).union(owned)
+            writer.time = prior.get("time")
+        if not owned.empty():
+            writer.time = now()
+        if not fields.empty():
+            writer.fields = fields
+            out.append(writer.encoded())
+    out.sort(key=_raw_order)
+    if sum(1 for raw in out if raw["operation"] == UPDATE) > MAX_UPDATE_MANAGERS:
+        return encode(_capped(decode(out)))
+    return out
+
+
+def _identity(manager: str, operation: str, api_version: str, subresource: str) -> str:
+    out: dict[str, str] = {"manager": manager} if manager else {}
+    out["operation"] = operation
+    if operation == UPDATE and api_version:
+        out["apiVersion"] = api_version
+    if subresource:
+        out["subresource"] = subresource
+    return orjson.dumps(out).decode()
+
+
+def _raw_identity(raw: dict[str, Any]) -> str:
+    return _identity(
+        raw.get("manager") or "",
+        raw["operation"],
+        raw.get("apiVersion") or "",
+        raw.get("subresource") or "",
+    )
+
+
+def _raw_order(raw: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        raw["operation"],
+        _seconds(raw.get("time")),
+        raw.get("manager") or "",
+        raw.get("apiVersion") or "",
+        raw.get("subresource") or "",
+    )
+
+
+def _is_member(node: Any) -> bool:
+    return isinstance(node, dict) and (not node or "." in node)
+
+
+def _touches(trie: dict[str, Any], paths: FieldSet) -> bool:
+    """Whether the FieldsV1 ``trie`` holds any path of ``paths``."""
+    for element in paths.members:
+        if _is_member(trie.get(element)):
+            return True
+    for element, below in paths.children.items():
+        node = trie.get(element)
+        if isinstance(node, dict) and node and _touches(node, below):
+            return True
+    return False
+
+
+def _holds(trie: dict[str, Any], paths: FieldSet) -> bool:
+    """Whether the FieldsV1 ``trie`` holds every path of ``paths``."""
+    for element in paths.members:
+        if not _is_member(trie.get(element)):
+            return False
+    for element, below in paths.children.items():
+        node = trie.get(element)
+        if not isinstance(node, dict) or not _holds(node, below):
+            return False
+    return True
 
 
 def _updated(
@@ -284,25 +408,13 @@ def _updated(
     subresource: str,
     reset: FieldSet | None,
 ) -> Managed:
+    """:func:`_updated_entries` over decoded entries (for the first apply's
+    ``before-first-apply``)."""
     diff = compare(old, new, shape)
     if reset is not None:
         diff = diff.without(reset)
-    changed = diff.changed()
-    taken = changed.union(diff.removed)
-    out: Managed = {}
-    for identity, entry in managed.items():
-        rest = entry.fields.difference(taken)
-        if not rest.empty():
-            out[identity] = _with(entry, rest)
-    owned = changed.difference(diff.removed).difference(_STRIPPED)
-    if owned.empty():
-        return out
-    entry = Entry(manager or "unknown", UPDATE, api_version, subresource, now(), owned)
-    previous = out.get(entry.identity)
-    if previous is not None:
-        entry.fields = owned.union(previous.fields)
-    out[entry.identity] = entry
-    return out
+    writer = Entry(manager or "unknown", UPDATE, api_version, subresource, None, FieldSet())
+    return decode(_updated_entries(encode(managed), diff, writer))
 
 
 def _with(entry: Entry, fields: FieldSet) -> Entry:
@@ -363,6 +475,7 @@ def apply(
     not exist yet), with its managedFields. Raises the 409 of the conflicts, unless ``force``."""
     shape = shape_of(info)
     _check_config(info, config, shape)
+    config = clone(config)  # the merge shares the configuration's values: keep the caller's
     base = live if live is not None else {}
     try:
         managed = decode((base.get("metadata") or {}).get("managedFields"))
@@ -380,6 +493,7 @@ def apply(
         if remaining:
             raise _conflict_error(remaining) from None
         merged, managed = _applied(base, config, managed, applier, shape, True, reset)
+    merged = clone(merged)  # nothing shared with the live object, which later steps compare
     if manager == "kubectl":
         _update_last_applied(merged, config)
     _store(merged, _capped(managed))
@@ -495,6 +609,62 @@ def _conflict_error(found: list[Conflict]) -> APIError:
     return APIError(409, "Conflict", message, {"causes": [c.as_dict() for c in causes]})
 
 
+# -- the Scale view ----------------------------------------------------------------------------
+
+_SCALE_REPLICAS: Final = ("f:spec", "f:replicas")
+SCALE_VERSION: Final = "autoscaling/v1"
+
+
+def dotted_path(path: str) -> Path:
+    """``.spec.replicas`` as path elements."""
+    return tuple("f:" + part for part in path.strip(".").split("."))
+
+
+def _node_at(trie: dict[str, Any], path: Path) -> Any:
+    node: Any = trie
+    for element in path:
+        node = node.get(element) if isinstance(node, dict) else None
+    return node
+
+
+def _trie(path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for element in reversed(path):
+        out = {element: out}
+    return out
+
+
+def to_scale_entries(parent: Any, replicas: Path) -> list[dict[str, Any]]:
+    """A Scale view's managedFields: every entry of the parent that owns its replica count,
+    owning the Scale's ``spec.replicas`` (apimachinery's ScaleHandler.ToSubresource)."""
+    return [
+        {**raw, "apiVersion": SCALE_VERSION, "fieldsV1": _trie(_SCALE_REPLICAS)}
+        for raw in _stored_entries(parent)
+        if _is_member(_node_at(raw["fieldsV1"], replicas))
+    ]
+
+
+def from_scale_entries(
+    parent: Any, scale: Any, replicas: Path, api_version: str
+) -> list[dict[str, Any]]:
+    """The parent's managedFields after a write through its Scale view: the replica count is
+    owned by the Scale's owners of ``spec.replicas``, nobody else (ScaleHandler.ToParent)."""
+    path = FieldSet.of(replicas)
+    out: dict[str, dict[str, Any]] = {}
+    for raw in _stored_entries(parent):
+        if _touches(raw["fieldsV1"], path):
+            rest = FieldSet.from_fields_v1(raw["fieldsV1"]).difference(path)
+            if rest.empty():
+                continue
+            raw = {**raw, "fieldsV1": rest.to_fields_v1()}
+        out[_raw_identity(raw)] = raw
+    for raw in _stored_entries(scale):
+        if _is_member(_node_at(raw["fieldsV1"], _SCALE_REPLICAS)):
+            mapped = {**raw, "apiVersion": api_version, "fieldsV1": _trie(replicas)}
+            out[_raw_identity(mapped)] = mapped
+    return sorted(out.values(), key=_raw_order)
+
+
 # -- kubectl's last-applied annotation ---------------------------------------------------------
 
 
@@ -516,7 +686,7 @@ def _allowed_by_last_applied(manager: str, live: dict[str, Any], shape: Shape) -
         diff = compare(last_applied, _comparable(live), shape)
     except (ValueError, TypedError):
         return None
-    return applied_set.difference(diff.modified)
+    return applied_set.difference(diff.modified).difference(diff.added).difference(diff.removed)
 
 
 def _update_last_applied(merged: dict[str, Any], config: dict[str, Any]) -> None:

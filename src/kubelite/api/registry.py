@@ -10,7 +10,8 @@ knows any kind.
 The verbs below (get, list, create, update, patch, delete) are for code inside kubelite
 (controllers, bootstrap, tests): they go through the same storages as an HTTP request, as the
 cluster's administrator, so a controller's write gets the strategy, admission and the optimistic
-loop exactly as a client's does.
+loop exactly as a client's does. Their writes are recorded in managedFields under
+``field_manager`` (default :data:`SERVER_MANAGER`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from kubelite.api.watchcache import WatchCacheSet
 from kubelite.storage import Compacted, FutureRevision, Store
 
 Obj = dict[str, Any]
+#: The manager the server's own writes are recorded under in managedFields (kube-apiserver's).
+SERVER_MANAGER = "kube-apiserver"
 #: A resource's storages by subresource name ("" is the resource itself).
 Storages = dict[str, Storage]
 
@@ -105,10 +108,16 @@ class Registry:
         return await collect(lister.list(Context(namespace), opts or ListOptions()))
 
     async def create(
-        self, info: ResourceInfo, namespace: str | None, body: Obj, *, dry_run: bool = False
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        field_manager: str = SERVER_MANAGER,
     ) -> Obj:
         creater: Creater = self._serving(info, "", Creater)
-        return await creater.create(Context(namespace), body, WriteOptions(dry_run=dry_run))
+        return await creater.create(Context(namespace), body, WriteOptions(dry_run, field_manager))
 
     async def update(
         self,
@@ -119,11 +128,13 @@ class Registry:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_manager: str = SERVER_MANAGER,
     ) -> tuple[Obj, bool]:
         """PUT. Returns (object, created)."""
         updater: Updater = self._serving(info, subresource, Updater)
         put = replacement(info, namespace if info.namespaced else None, name, body)
-        return await updater.update(Context(namespace), name, put, WriteOptions(dry_run=dry_run))
+        options = WriteOptions(dry_run, field_manager)
+        return await updater.update(Context(namespace), name, put, options)
 
     async def patch(
         self,
@@ -135,11 +146,13 @@ class Registry:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_manager: str = SERVER_MANAGER,
     ) -> Obj:
         patcher: Patcher = self._serving(info, subresource, Patcher)
         schema = self.storages(info)[subresource].object_info
         update = patch_update(info, name, patch_type, patch, schema=schema)
-        obj, _ = await patcher.update(Context(namespace), name, update, WriteOptions(dry_run))
+        options = WriteOptions(dry_run, field_manager, patch=True)
+        obj, _ = await patcher.update(Context(namespace), name, update, options)
         return obj
 
     async def delete(

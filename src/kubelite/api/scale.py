@@ -11,6 +11,16 @@ from typing import Any
 from kubelite.api.catalogue import ResourceInfo, json_path_values
 from kubelite.api.stored import Obj
 
+#: The Scale kind, for what server-side apply to ``/scale`` needs of it (its type and schema).
+SCALE_INFO = ResourceInfo(
+    group="autoscaling",
+    version="v1",
+    kind="Scale",
+    plural="scale",
+    namespaced=True,
+    schema_ref="io.k8s.api.autoscaling.v1.Scale",
+)
+
 
 def selector_string(selector: Any) -> str:
     """A LabelSelector as the string form Scale.status.selector carries."""

@@ -220,7 +220,7 @@ class _Factory:
             shape.atomic = raw.get("x-kubernetes-map-type") == "atomic"
             shape.required = frozenset(raw.get("required") or ())
             if raw.get("x-kubernetes-embedded-resource") is True:
-                shape._fields["metadata"] = self._object_meta()
+                shape._fields.update(apiVersion=_STRING, kind=_STRING, metadata=self._object_meta())
             return shape
         if kinds:
             return Shape(self, raw, SCALAR)
@@ -231,6 +231,7 @@ class _Factory:
 
 
 UNTYPED_SHAPE = Shape(_Factory({}), {}, UNTYPED)
+_STRING = Shape(_Factory({}), {"type": "string"}, SCALAR)
 
 
 @functools.cache
@@ -243,7 +244,7 @@ def _custom_shape(schema_text: str) -> Shape:
     root_node = {**parse_schema(schema_text), "type": "object"}
     factory = _Factory({}, root_node)
     root = factory.shape(root_node)
-    root._fields["metadata"] = factory._object_meta()
+    root._fields.update(apiVersion=_STRING, kind=_STRING, metadata=factory._object_meta())
     return root
 
 

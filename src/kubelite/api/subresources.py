@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api import errors
+from kubelite.api import errors, managedfields
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.generic import GenericStore
 from kubelite.api.rest import Context, GetOptions, ObjectUpdate, Storage, WriteOptions
-from kubelite.api.scale import scale_paths, set_path, to_scale
+from kubelite.api.scale import SCALE_INFO, scale_paths, set_path, to_scale
 from kubelite.api.stored import clone
 from kubelite.api.strategy import Strategy
 
@@ -57,13 +57,19 @@ class StatusREST(UpdateThrough):
 class ScaleREST:
     """``<resource>/scale``: the Scale view of ``spec.replicas`` (or a CRD's scale paths).
     A write maps the new Scale back onto the object and updates it with the kind's own strategy,
-    so a replica change moves the generation as a spec change does."""
+    so a replica change moves the generation as a spec change does. Ownership of the replica
+    count maps between the two (apimachinery's ScaleHandler): the Scale shows the parent's
+    owners of it, and a server-side apply to the Scale owns it on the parent."""
 
     object_info = None
+    apply_info = SCALE_INFO
 
     def __init__(self, store: GenericStore) -> None:
         self.store = store
         self.info = store.info
+
+    def reset_fields(self) -> tuple[str, ...]:
+        return ("status",)
 
     async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
         return to_scale(await self.store.get(ctx, name, opts), self.info)
@@ -77,6 +83,12 @@ class ScaleREST:
             if current is None:
                 raise errors.not_found(info.plural, info.group, name)
             scale = to_scale(current, info)
+            spec_path = scale_paths(info)[0]
+            owners = managedfields.to_scale_entries(
+                current["metadata"].get("managedFields"), managedfields.dotted_path(spec_path)
+            )
+            if owners:  # what an apply to the Scale checks its conflicts against
+                scale["metadata"]["managedFields"] = owners
             new = await update(clone(scale))
             if not isinstance(new, dict):
                 raise errors.bad_request("the patched Scale is not a JSON object")
@@ -84,7 +96,15 @@ class ScaleREST:
             if requested and requested != scale["metadata"].get("resourceVersion"):
                 raise errors.conflict(info.plural, info.group, name)
             parent = clone(current)
-            set_path(parent, scale_paths(info)[0], _replicas(new, name))
+            set_path(parent, spec_path, _replicas(new, name))
+            if opts.apply:  # the Scale's owners computed by the apply, mapped onto the parent
+                meta = parent["metadata"]
+                meta["managedFields"] = managedfields.from_scale_entries(
+                    meta.get("managedFields"),
+                    (new.get("metadata") or {}).get("managedFields"),
+                    managedfields.dotted_path(spec_path),
+                    info.group_version,
+                )
             return parent
 
         obj, _ = await self.store.update(ctx, name, onto_parent, opts, subresource="scale")

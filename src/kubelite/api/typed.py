@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import orjson
+
 from kubelite.api import fieldpath as fp
 from kubelite.api.fieldpath import FieldSet
 from kubelite.api.shapes import LIST, MAP, SCALAR, UNTYPED, UNTYPED_SHAPE, Shape
@@ -142,7 +144,8 @@ def _set_of(v: Any, shape: Shape, node: FieldSet, path: list[str], strict: bool)
     if v is None:
         return False
     if kind == LIST:
-        seen: set[str] = set()
+        elements: list[tuple[str, Any]] = []
+        counts: dict[str, int] = {}
         for item in v:
             try:
                 element = item_element(shape, item)
@@ -150,18 +153,18 @@ def _set_of(v: Any, shape: Shape, node: FieldSet, path: list[str], strict: bool)
                 if strict:
                     raise TypedError(path, str(exc)) from None
                 continue
-            if element in seen:
-                if strict:
-                    raise TypedError(
-                        path, f"duplicate entries for key {fp.element_string(element)}"
-                    )
-                continue
-            seen.add(element)
+            if element in counts and strict:
+                raise TypedError(path, f"duplicate entries for key {fp.element_string(element)}")
+            counts[element] = counts.get(element, 0) + 1
+            elements.append((element, item))
+        for element, item in elements:
+            node.members.add(element)
+            if counts[element] > 1:
+                continue  # a duplicated item of a live object: owned as a whole, nothing below
             child = FieldSet()
             _set_of(item, shape.item, child, [*path, element], strict)
             if not child.empty():
                 node.children[element] = child
-            node.members.add(element)
         return False
     for name, sub_value in v.items():
         sub, declared = _member(shape, name, strict, path)
@@ -218,18 +221,24 @@ def compare(old: Any, new: Any, shape: Shape) -> Comparison:
 
 
 def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparison) -> None:
-    if left is not MISSING and right is not MISSING and left == right:
+    if left is not MISSING and right is not MISSING and _same(left, right):
         return
     k_left = None if left is MISSING else _kind(shape, left)
     k_right = None if right is MISSING else _kind(shape, right)
+    if (
+        k_left is not None
+        and k_right is not None
+        and (k_left != k_right or not _fits(k_left, left) or not _fits(k_right, right))
+    ):
+        # a value that changes kind is walked as both (structured-merge-diff's compare): the
+        # old one's children are removed, the new one's added, and the node is modified
+        _one_side(left, shape, k_left, path, out, removed=True)
+        _one_side(right, shape, k_right, path, out, removed=False)
+        out.modified.insert(path)
+        return
     kind = k_left if k_left is not None else k_right
     assert kind is not None
-    leaf = (
-        (k_left is not None and k_right is not None and k_left != k_right)
-        or not _fits(kind, left)
-        or not _fits(kind, right)
-        or _atomic(shape, kind)
-    )
+    leaf = not _fits(kind, left) or not _fits(kind, right) or _atomic(shape, kind)
     if not leaf:
         if kind == LIST:
             lv = left if isinstance(left, list) else []
@@ -245,10 +254,12 @@ def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparis
                 leaf = True
             else:
                 for name in lm.keys() | rm.keys():
+                    lv_, rv_ = lm.get(name, MISSING), rm.get(name, MISSING)
+                    both = lv_ is not MISSING and rv_ is not MISSING
+                    if lv_ is rv_ or (both and _same(lv_, rv_)):
+                        continue  # equal values differ nowhere (the common case: skip the call)
                     sub, _ = _member(shape, name, False, path)
-                    _compare(
-                        lm.get(name, MISSING), rm.get(name, MISSING), sub, [*path, "f:" + name], out
-                    )
+                    _compare(lv_, rv_, sub, [*path, "f:" + name], out)
     if leaf:
         target = out.added if left is MISSING else out.removed if right is MISSING else out.modified
         target.insert(path)
@@ -258,22 +269,86 @@ def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparis
         out.removed.insert(path)
 
 
-def _index(shape: Shape, items: list[Any]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _one_side(
+    value: Any, shape: Shape, kind: int, path: list[str], out: Comparison, *, removed: bool
+) -> None:
+    """The children of a granular ``value`` as all removed (or all added)."""
+    if not _fits(kind, value) or _atomic(shape, kind) or not value:
+        return
+    pairs: list[tuple[str, Any, Shape]]
+    if kind == MAP:
+        pairs = [("f:" + k, v, _member(shape, k, False, path)[0]) for k, v in value.items()]
+    else:
+        pairs = [(e, items[0], shape.item) for e, items in _groups(shape, value).items()]
+    for element, child, sub in pairs:
+        if removed:
+            _compare(child, MISSING, sub, [*path, element], out)
+        else:
+            _compare(MISSING, child, sub, [*path, element], out)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """structured-merge-diff's value equality: Python's, except that a boolean never equals a
+    number (``True == 1`` in Python)."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b)
+    if isinstance(a, dict | list):
+        try:
+            if orjson.dumps(a) == orjson.dumps(b):
+                return True  # the same JSON: the same value (the common case, in C)
+        except TypeError:
+            pass
+        return _deep_same(a, b)  # keys in another order, or a boolean standing for a number
+    return True
+
+
+def _deep_same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(_deep_same(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_deep_same, a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def _groups(shape: Shape, items: list[Any]) -> dict[str, list[Any]]:
+    """The items of an associative list by path element (several when duplicated)."""
+    found: dict[str, list[Any]] = {}
     for item in items:
-        found.setdefault(item_element(shape, item), item)
+        found.setdefault(item_element(shape, item), []).append(item)
     return found
 
 
 def _compare_items(
     left: list[Any], right: list[Any], shape: Shape, path: list[str], out: Comparison
 ) -> None:
-    lmap, rmap = _index(shape, left), _index(shape, right)
-    for element, item in lmap.items():
-        _compare(item, rmap.get(element, MISSING), shape.item, [*path, element], out)
-    for element, item in rmap.items():
-        if element not in lmap:
-            _compare(MISSING, item, shape.item, [*path, element], out)
+    """Items compared by key; duplicated items (a live object may have them) as
+    structured-merge-diff does: duplicates on both sides are one atomic value, and items that
+    become (or stop being) duplicated are added (removed) as a whole."""
+    lg, rg = _groups(shape, left), _groups(shape, right)
+    for element in [*lg, *(e for e in rg if e not in lg)]:
+        ll, rl = lg.get(element, []), rg.get(element, [])
+        where = [*path, element]
+        if len(ll) <= 1 and len(rl) <= 1:
+            _compare(ll[0] if ll else MISSING, rl[0] if rl else MISSING, shape.item, where, out)
+        elif len(ll) >= 2 and len(rl) >= 2:
+            if not _same(ll, rl):
+                out.modified.insert(where)
+        elif len(ll) >= 2:
+            if rl:
+                _compare(MISSING, rl[0], shape.item, where, out)
+            out.removed.insert(where)
+        else:
+            if ll:
+                _compare(ll[0], MISSING, shape.item, where, out)
+            out.added.insert(where)
 
 
 # -- merge ---------------------------------------------------------------------------------------
@@ -320,7 +395,8 @@ def _merge_items(live: list[Any], config: list[Any], shape: Shape) -> Any:
     for item in live:
         element = item_element(shape, item)
         l_pes.append(element)
-        l_seen.setdefault(element, item)
+        # duplicated live items are not merged into: the configuration's item replaces them
+        l_seen[element] = None if element in l_seen else item
     shared = [pe for pe in r_pes if pe in l_seen]
     next_shared = shared.pop(0) if shared else None
     merged_rhs: set[str] = set()

@@ -3,7 +3,8 @@
 - :class:`Client` (blocking, urllib3) and :class:`AsyncClient` (asyncio, aiohttp; or in process
   through an ASGI app) share one sans-I/O core, so they behave alike: generic resources by
   apiVersion and kind found through discovery, get/list (auto-paging)/create/update/patch/
-  delete/watch on plain dicts, and errors raised from the server's Status as one exception tree.
+  apply (server-side)/delete/watch on plain dicts, and errors raised from the server's Status as
+  one exception tree.
 - Conflict-safe writes: :func:`retry_on_conflict` with client-go's :data:`DEFAULT_RETRY`,
   ``client.update(ref, mutate)`` (read, mutate, write, retried on 409) and
   ``client.update_three_way(base, mine)``.

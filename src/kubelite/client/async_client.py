@@ -200,8 +200,31 @@ class AsyncClient:
         **options: Any,
     ) -> Object:
         """``patch_type`` (merge, json, strategic, apply), ``subresource``, ``force``,
-        ``dry_run``."""
+        ``dry_run``, ``field_manager``. For server-side apply, prefer :meth:`apply`."""
         return await self._run(self.ops.patch(api_version, kind, name, patch, namespace, **options))
+
+    async def apply(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+        subresource: str | None = None,
+    ) -> Object:
+        """Server-side apply ``obj`` (created if missing) as ``field_manager`` (required);
+        returns the object. A field another manager owns raises ``Conflict`` with ``causes``
+        naming each field and owner, unless ``force=True`` (take them over). See
+        :meth:`Operations.apply <kubelite.client.operations.Operations.apply>`."""
+        return await self._run(
+            self.ops.apply(
+                obj,
+                field_manager=field_manager,
+                force=force,
+                dry_run=dry_run,
+                subresource=subresource,
+            )
+        )
 
     async def delete(
         self, api_version: str, kind: str, name: str, namespace: str | None = None, **options: Any

@@ -82,7 +82,10 @@ class AlreadyExists(ApiError):
 
 
 class Conflict(ApiError):
-    """The object changed since it was read (409): re-read, re-apply, retry."""
+    """The object changed since it was read (409): re-read, re-apply, retry. From a
+    server-side apply (``apply()``): fields another manager owns; ``causes`` lists each as
+    ``{"reason": "FieldManagerConflict", "field": ".data.k", "message": 'conflict with "bob"'}``
+    (apply again with ``force=True`` to take them, or leave them out)."""
 
 
 class Expired(ApiError):

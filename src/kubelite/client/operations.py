@@ -59,10 +59,11 @@ class Operations:
             return None
         return namespace or self.namespace
 
-    def _write_query(self, dry_run: bool) -> Query:
+    def _write_query(self, dry_run: bool, field_manager: str | None = None) -> Query:
         query: Query = []
-        if self.field_manager:
-            query.append(("fieldManager", self.field_manager))
+        manager = field_manager or self.field_manager
+        if manager:
+            query.append(("fieldManager", manager))
         if dry_run:
             query.append(("dryRun", "All"))
         return query
@@ -170,19 +171,58 @@ class Operations:
         subresource: str | None = None,
         force: bool | None = None,
         dry_run: bool = False,
+        field_manager: str | None = None,
     ) -> Op[Object]:
         """``patch_type``: ``merge`` (RFC 7386), ``json`` (RFC 6902, a list of operations),
         ``strategic`` (built-in kinds only) or ``apply`` (server-side apply, which needs a
-        field manager)."""
+        field manager; see :meth:`apply`). ``field_manager`` overrides the client's."""
         if patch_type not in PATCH_TYPES:
             raise ValueError(f"patch_type must be one of {', '.join(PATCH_TYPES)}")
         resource = yield from self.resolve(api_version, kind)
         path = resource.path(self._namespace(resource, namespace), name, subresource)
-        query = self._write_query(dry_run)
+        query = self._write_query(dry_run, field_manager)
         if force is not None:
             query.append(("force", "true" if force else "false"))
         request = ApiRequest("PATCH", path, tuple(query), encode(patch), PATCH_TYPES[patch_type])
         result: Object = decode((yield from call(request)))
+        return result
+
+    def apply(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+        subresource: str | None = None,
+    ) -> Op[Object]:
+        """Server-side apply: PATCH ``obj`` (apiVersion, kind, metadata.name, and only the
+        fields this manager has an opinion on) as ``application/apply-patch+yaml`` to the
+        object's URL. The object is created if it does not exist. The server records
+        ``field_manager`` as the owner of every field in ``obj``; fields it owned before and
+        ``obj`` no longer names are removed (unless another manager owns them too).
+
+        Setting a field another manager owns, to a different value, raises
+        :class:`~kubelite.client.errors.Conflict` (409), whose ``causes`` name each field and
+        its owner (``{"reason": "FieldManagerConflict", "field": ".data.k",
+        "message": 'conflict with "alice"'}``); ``force=True`` takes those fields over instead.
+        The namespace is ``metadata.namespace``, else the client's default (namespaced kinds).
+        ``field_manager`` is required: a ``ValueError`` is raised before anything is sent."""
+        if not field_manager:
+            raise ValueError("apply needs a field_manager (the name that owns the fields)")
+        ref = ref_of(obj)
+        result: Object = yield from self.patch(
+            ref.api_version,
+            ref.kind,
+            ref.name,
+            obj,
+            ref.namespace,
+            patch_type="apply",
+            subresource=subresource,
+            force=force,
+            dry_run=dry_run,
+            field_manager=field_manager,
+        )
         return result
 
     def delete(

@@ -171,11 +171,14 @@ async def patch(request: Request, send: Send, target: Target) -> None:
     dry_run = _dry_run(request)
     patched: ObjectUpdate
     if applying:
-        config = decode_apply(await request.body(), mode, warnings)
         storage = target.storage
+        applied_kind = target.object_info or getattr(storage, "apply_info", None)
+        if applied_kind is None:
+            raise errors.unsupported_media_type(list(PATCH_TYPES[:3]))
+        config = decode_apply(await request.body(), mode, warnings)
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
         patched = apply_update(
-            target.info, target.namespace, target.name, config, manager,
+            applied_kind, target.namespace, target.name, config, manager,
             force=force, subresource=request.info.subresource, reset=reset,
         )  # fmt: skip
     else:

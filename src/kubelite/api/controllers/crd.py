@@ -25,7 +25,7 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds import crds
 from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
+from kubelite.api.registry import SERVER_MANAGER, Registry
 from kubelite.api.rest import Context, Updater, WriteOptions
 from kubelite.api.stored import clone, decode, storage_prefix
 from kubelite.api.watchcache import WatchCacheSet
@@ -207,4 +207,4 @@ class CRDController:
                 meta.pop("finalizers", None)
             return current
 
-        await storage.update(Context(), name, drop, WriteOptions())
+        await storage.update(Context(), name, drop, WriteOptions(field_manager=SERVER_MANAGER))

@@ -41,6 +41,9 @@ from kubelite.api.rest import (
 )
 from kubelite.api.stored import clone, storage_prefix
 
+#: The manager its writes are recorded under (kube runs this controller in kube-controller-manager).
+MANAGER = "kube-controller-manager"
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -208,7 +211,7 @@ class NamespaceController:
                     spec.pop("finalizers")
             return current
 
-        await finalize.update(Context(), name, drop_ours, WriteOptions())
+        await finalize.update(Context(), name, drop_ours, WriteOptions(field_manager=MANAGER))
         return changed
 
     def _content_kinds(self) -> list[ResourceInfo]:
