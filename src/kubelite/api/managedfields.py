@@ -166,6 +166,7 @@ def decode(raw: Any) -> Managed:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _seconds(time: str | None) -> float:
     if not time:
         return 0.0
@@ -314,7 +315,7 @@ def _updated_entries(
     out: list[dict[str, Any]] = []
     prior: dict[str, Any] | None = None
     for raw in entries:
-        if _raw_identity(raw) == writer.identity:
+        if _is_entry_of(raw, writer):
             prior = raw
             continue
         if _touches(raw["fieldsV1"], taken):
@@ -335,8 +336,11 @@ def _updated_entries(
         if not fields.empty():
             writer.fields = fields
             out.append(writer.encoded())
-    out.sort(key=_raw_order)
-    if sum(1 for raw in out if raw["operation"] == UPDATE) > MAX_UPDATE_MANAGERS:
+    if len(out) > 1:
+        out.sort(key=_raw_order)
+    if len(out) > MAX_UPDATE_MANAGERS and (
+        sum(1 for raw in out if raw["operation"] == UPDATE) > MAX_UPDATE_MANAGERS
+    ):
         return encode(_capped(decode(out)))
     return out
 
@@ -349,6 +353,16 @@ def _identity(manager: str, operation: str, api_version: str, subresource: str) 
     if subresource:
         out["subresource"] = subresource
     return orjson.dumps(out).decode()
+
+
+def _is_entry_of(raw: dict[str, Any], writer: Entry) -> bool:
+    """Whether the stored entry ``raw`` is ``writer``'s (an Update entry: same identity)."""
+    return (
+        raw["operation"] == UPDATE
+        and (raw.get("manager") or "") == writer.manager
+        and (raw.get("apiVersion") or "") == writer.api_version
+        and (raw.get("subresource") or "") == writer.subresource
+    )
 
 
 def _raw_identity(raw: dict[str, Any]) -> str:

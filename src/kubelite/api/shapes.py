@@ -248,13 +248,26 @@ def _custom_shape(schema_text: str) -> Shape:
     return root
 
 
+_BY_SCHEMA: dict[str, Shape] = {}
+
+
 def shape_of(info: ResourceInfo) -> Shape:
-    """The shape of ``info``'s objects (untyped when the kind has no schema)."""
+    """The shape of ``info``'s objects (untyped when the kind has no schema); remembered per
+    schema (a write asks for it every time)."""
+    key = info.schema or info.schema_ref
+    found = _BY_SCHEMA.get(key)
+    if found is None:
+        found = _shape(info)
+        if len(_BY_SCHEMA) < 4096:
+            _BY_SCHEMA[key] = found
+    return found
+
+
+def _shape(info: ResourceInfo) -> Shape:
     if info.schema:
         return _custom_shape(info.schema)
     if info.schema_ref:
-        definitions = load_schema_definitions()
-        node = definitions.get(info.schema_ref)
+        node = load_schema_definitions().get(info.schema_ref)
         if node is not None:
             return _builtin_factory().shape(node)
     return UNTYPED_SHAPE

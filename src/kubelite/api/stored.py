@@ -10,6 +10,7 @@ namespace segment); a kind served at several versions uses its storage group's k
 from __future__ import annotations
 
 import copy
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,8 +25,15 @@ from kubelite.storage import KeyValue
 Obj = dict[str, Any]
 
 
+_NOW: list[Any] = [0, ""]  # the last second formatted, and its text
+
+
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The time, RFC 3339 in seconds (UTC), as Kubernetes writes timestamps."""
+    second = int(time.time())
+    if second != _NOW[0]:
+        _NOW[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    return str(_NOW[1])
 
 
 def storage_prefix(info: ResourceInfo, namespace: str | None) -> str:

@@ -225,10 +225,12 @@ def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparis
         return
     k_left = None if left is MISSING else _kind(shape, left)
     k_right = None if right is MISSING else _kind(shape, right)
+    fits_left = k_left is None or _fits(k_left, left)
+    fits_right = k_right is None or _fits(k_right, right)
     if (
         k_left is not None
         and k_right is not None
-        and (k_left != k_right or not _fits(k_left, left) or not _fits(k_right, right))
+        and (k_left != k_right or not fits_left or not fits_right)
     ):
         # a value that changes kind is walked as both (structured-merge-diff's compare): the
         # old one's children are removed, the new one's added, and the node is modified
@@ -238,7 +240,7 @@ def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparis
         return
     kind = k_left if k_left is not None else k_right
     assert kind is not None
-    leaf = not _fits(kind, left) or not _fits(kind, right) or _atomic(shape, kind)
+    leaf = not fits_left or not fits_right or _atomic(shape, kind)
     if not leaf:
         if kind == LIST:
             lv = left if isinstance(left, list) else []
@@ -253,13 +255,18 @@ def _compare(left: Any, right: Any, shape: Shape, path: list[str], out: Comparis
             if not lm and not rm:
                 leaf = True
             else:
-                for name in lm.keys() | rm.keys():
-                    lv_, rv_ = lm.get(name, MISSING), rm.get(name, MISSING)
-                    both = lv_ is not MISSING and rv_ is not MISSING
-                    if lv_ is rv_ or (both and _same(lv_, rv_)):
-                        continue  # equal values differ nowhere (the common case: skip the call)
+                for name, lv_ in lm.items():
+                    rv_ = rm.get(name, MISSING)
+                    if lv_ is rv_ or (type(lv_) is str and type(rv_) is str and lv_ == rv_):
+                        continue  # unchanged (the commonest leaf, tested without a call)
+                    if rv_ is not MISSING and _same(lv_, rv_):
+                        continue  # equal values differ nowhere
                     sub, _ = _member(shape, name, False, path)
                     _compare(lv_, rv_, sub, [*path, "f:" + name], out)
+                for name, rv_ in rm.items():
+                    if name not in lm:
+                        sub, _ = _member(shape, name, False, path)
+                        _compare(MISSING, rv_, sub, [*path, "f:" + name], out)
     if leaf:
         target = out.added if left is MISSING else out.removed if right is MISSING else out.modified
         target.insert(path)
@@ -287,23 +294,27 @@ def _one_side(
             _compare(MISSING, child, sub, [*path, element], out)
 
 
+_NUMBERS: Final = (int, float)
+
+
 def _same(a: Any, b: Any) -> bool:
     """structured-merge-diff's value equality: Python's, except that a boolean never equals a
     number (``True == 1`` in Python)."""
     if a is b:
         return True
-    if a != b:
-        return False
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b)
-    if isinstance(a, dict | list):
+    kind = type(a)
+    if kind is not type(b):
+        return kind in _NUMBERS and type(b) in _NUMBERS and a == b
+    if kind is dict or kind is list:
+        if a != b:
+            return False
         try:
             if orjson.dumps(a) == orjson.dumps(b):
                 return True  # the same JSON: the same value (the common case, in C)
         except TypeError:
             pass
         return _deep_same(a, b)  # keys in another order, or a boolean standing for a number
-    return True
+    return bool(a == b)
 
 
 def _deep_same(a: Any, b: Any) -> bool:

@@ -258,10 +258,16 @@ _KEY_TOKEN = re.compile(rb'"\s*:')
 
 
 def _key_count(node: Any) -> int:
-    if isinstance(node, dict):
-        return len(node) + sum(_key_count(v) for v in node.values())
-    if isinstance(node, list):
-        return sum(_key_count(v) for v in node)
+    """The keys of every object in ``node`` (empty containers and scalars are not entered:
+    managedFields' FieldsV1 is mostly ``{}``)."""
+    if type(node) is dict:
+        count = len(node)
+        for value in node.values():
+            if value and (type(value) is dict or type(value) is list):
+                count += _key_count(value)
+        return count
+    if type(node) is list:
+        return sum(_key_count(v) for v in node if v and (type(v) is dict or type(v) is list))
     return 0
 
 
