@@ -14,7 +14,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalog
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import STRATEGIES, new_registry
 from kubelite.api.registry import Registry
-from kubelite.api.rest import DeleteOptions
+from kubelite.api.rest import Context, Creater, DeleteOptions, Warnings, WriteOptions
 from kubelite.storage import Store
 
 Obj = dict[str, Any]
@@ -148,3 +148,37 @@ async def test_delete_and_dry_run_go_through_admission(
     assert recorder.admitted[-1][:2] == (DELETE, None)  # a DELETE's object is nil
     assert recorder.validated[-1][0] == DELETE
     assert recorder.validated[-1][2]["metadata"]["name"] == "c"  # type: ignore[index]
+
+
+class Corrupter:
+    """A mutating plugin that leaves managedFields it cannot have made sense of."""
+
+    async def admit(self, attrs: Attributes) -> None:
+        if attrs.obj is not None:
+            attrs.obj["metadata"]["managedFields"] = [{"operation": "Bogus"}]
+
+
+async def test_managed_fields_broken_by_admission_are_restored_with_a_warning(
+    store: Store, catalogue: Catalogue
+) -> None:
+    registry = new_registry(store, catalogue)
+    namespaces = catalogue.lookup("", "v1", "namespaces")
+    configmaps = catalogue.lookup("", "v1", "configmaps")
+    assert namespaces is not None
+    assert configmaps is not None
+    await registry.create(namespaces, None, {"metadata": {"name": "default"}})
+    registry.admission.mutating.append(Corrupter())
+    warnings = Warnings()
+    creater: Creater = registry.storage(configmaps)  # type: ignore[assignment]
+    obj = await creater.create(
+        Context("default"),
+        {"metadata": {"name": "cm"}, "data": {"a": "1"}},
+        WriteOptions(field_manager="me", warnings=warnings),
+    )
+    (entry,) = obj["metadata"]["managedFields"]
+    assert (entry["manager"], entry["fieldsV1"]) == ("me", {"f:data": {".": {}, "f:a": {}}})
+    (text,) = warnings.texts
+    assert text.startswith(
+        ".metadata.managedFields was in an invalid state after admission; this could be caused "
+        "by an outdated mutating admission controller; please fix your requests: "
+    )

@@ -173,7 +173,7 @@ class GenericStore:
             CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run
         )
         if admission.mutating:
-            await admission.admit(attrs)
+            await self._admit(attrs, obj, opts)
         strategy.prepare_for_create(info, obj)
         self._raise_invalid(obj, strategy.validate(info, obj))
         strategy.canonicalize(info, obj)
@@ -268,7 +268,7 @@ class GenericStore:
             opts.dry_run,
         )  # fmt: skip
         if admission.mutating:
-            await admission.admit(attrs)
+            await self._admit(attrs, new, opts)
         strategy.prepare_for_update(info, new, current)
         causes = objectmeta.update_causes(new, current)
         self._raise_invalid(new, causes + strategy.validate_update(info, new, current))
@@ -431,6 +431,15 @@ class GenericStore:
                 kv, guessed = None, False
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    async def _admit(self, attrs: Attributes, obj: Obj, opts: WriteOptions) -> None:
+        """Mutating admission of a create or update; managedFields it leaves undecodable are
+        restored, with a warning (apiserver's fieldmanager admission)."""
+        tracked = obj["metadata"].get("managedFields")
+        await self.backing.admission.admit(attrs)
+        warning = managedfields.restore_after_admission(obj, tracked)
+        if warning and opts.warnings is not None:
+            opts.warnings.texts.append(warning)
 
     def reset_fields(self) -> tuple[str, ...]:
         return self.strategy.reset_fields(self.info)

@@ -623,6 +623,27 @@ def _conflict_error(found: list[Conflict]) -> APIError:
     return APIError(409, "Conflict", message, {"causes": [c.as_dict() for c in causes]})
 
 
+def restore_after_admission(obj: dict[str, Any], tracked: Any) -> str:
+    """Put back the managedFields ``tracked`` before mutating admission when admission left
+    ones that do not decode; the warning to send then ("" when nothing was wrong)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("managedFields") is tracked:
+        return ""
+    try:
+        decode(meta.get("managedFields"))
+        return ""
+    except BadManagedFields as exc:
+        if tracked is None:
+            meta.pop("managedFields", None)
+        else:
+            meta["managedFields"] = tracked
+        return (
+            ".metadata.managedFields was in an invalid state after admission; this could be "
+            "caused by an outdated mutating admission controller; please fix your requests: "
+            f"{exc}"
+        )
+
+
 # -- the Scale view ----------------------------------------------------------------------------
 
 _SCALE_REPLICAS: Final = ("f:spec", "f:replicas")

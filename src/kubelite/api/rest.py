@@ -50,6 +50,13 @@ class GetOptions(NamedTuple):
     resource_version: str | None = None
 
 
+@dataclass(slots=True)
+class Warnings:
+    """Warnings a verb collects for the response's ``Warning`` headers."""
+
+    texts: list[str] = field(default_factory=list)
+
+
 class WriteOptions(NamedTuple):
     """CreateOptions, UpdateOptions and PatchOptions: what kubelite reads of them.
 
@@ -62,6 +69,8 @@ class WriteOptions(NamedTuple):
     field_manager: str = ""
     apply: bool = False
     patch: bool = False
+    #: where the write's warnings go (the response's Warning headers); None: dropped
+    warnings: Warnings | None = None
 
 
 class DeleteOptions(NamedTuple):
@@ -77,13 +86,6 @@ class WatchOptions(NamedTuple):
     resource_version: str | None = None
     send_initial_events: bool | None = None
     allow_bookmarks: bool = False
-
-
-@dataclass(slots=True)
-class Warnings:
-    """Warnings a verb collects for the response's ``Warning`` headers."""
-
-    texts: list[str] = field(default_factory=list)
 
 
 class ObjectUpdate(Protocol):

@@ -48,7 +48,6 @@ from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch
 
 Obj = dict[str, Any]
-Headers = tuple[tuple[bytes, bytes], ...]
 MAX_FIELD_MANAGER = 128
 
 
@@ -138,14 +137,16 @@ async def list_objects(request: Request, send: Send, target: Target) -> None:
 async def create(request: Request, send: Send, target: Target) -> None:
     body = await request.json_object()
     warnings = _check_fields(request, target, "create", body)
-    options = WriteOptions(_dry_run(request), _field_manager(request, "CreateOptions"))
+    manager = _field_manager(request, "CreateOptions")
+    options = WriteOptions(_dry_run(request), manager, warnings=warnings)
     if target.name:
         named: NamedCreater = target.serving(NamedCreater)
         obj = await named.create_named(target.ctx, target.name, body, options)
     else:
         creater: Creater = target.serving(Creater)
         obj = await creater.create(target.ctx, body, options)
-    await send_object(request, send, target.object_info, obj, 201, warnings)
+    headers = tuple(validation.warning_headers(warnings.texts))
+    await send_object(request, send, target.object_info, obj, 201, headers)
 
 
 async def update(request: Request, send: Send, target: Target) -> None:
@@ -153,9 +154,11 @@ async def update(request: Request, send: Send, target: Target) -> None:
     body = await request.json_object()
     warnings = _check_fields(request, target, "update", body)
     put = replacement(target.info, target.namespace, target.name, body)
-    options = WriteOptions(_dry_run(request), _field_manager(request, "UpdateOptions"))
+    manager = _field_manager(request, "UpdateOptions")
+    options = WriteOptions(_dry_run(request), manager, warnings=warnings)
     obj, created = await updater.update(target.ctx, target.name, put, options)
-    await send_object(request, send, target.object_info, obj, 201 if created else 200, warnings)
+    headers = tuple(validation.warning_headers(warnings.texts))
+    await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
 
 
 async def patch(request: Request, send: Send, target: Target) -> None:
@@ -191,7 +194,7 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             field_validation=mode,
             warnings=warnings,
         )
-    options = WriteOptions(dry_run, manager, apply=applying, patch=True)
+    options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -317,15 +320,16 @@ async def _delete_options(request: Request) -> DeleteOptions:
     return deletion.options_from(body, request.query, _dry_run(request))
 
 
-def _check_fields(request: Request, target: Target, operation: str, body: Obj) -> Headers:
-    """Strict decoding of a create/update body: 400 under Strict, warnings under Warn."""
+def _check_fields(request: Request, target: Target, operation: str, body: Obj) -> Warnings:
+    """Strict decoding of a create/update body: 400 under Strict, warnings under Warn (the
+    request's warnings, which the write may add to)."""
     mode = validation.directive(request.query, operation)
     info = target.object_info
     if mode == validation.IGNORE or info is None or not (info.schema_ref or info.schema):
-        return ()
+        return Warnings()
     raw = request.raw
     source: bytes | Obj = raw if validation.may_repeat_keys(raw, body) else body
     found = validation.strict_errors(info, source)
     if found and mode == validation.STRICT:
         raise validation.field_validation_error(info, found, body)
-    return tuple(validation.warning_headers(validation.warnings_for(found)))
+    return Warnings(validation.warnings_for(found))
