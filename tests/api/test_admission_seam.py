@@ -154,8 +154,8 @@ class Corrupter:
     """A mutating plugin that leaves managedFields it cannot have made sense of."""
 
     async def admit(self, attrs: Attributes) -> None:
-        if attrs.obj is not None:
-            attrs.obj["metadata"]["managedFields"] = [{"operation": "Bogus"}]
+        if attrs.obj is not None:  # in place, as plugins change objects
+            attrs.obj["metadata"].setdefault("managedFields", []).append({"operation": "Bogus"})
 
 
 async def test_managed_fields_broken_by_admission_are_restored_with_a_warning(

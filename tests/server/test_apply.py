@@ -258,8 +258,12 @@ def test_update_entries_are_capped_at_ten(server: Server) -> None:
         )
     _, obj = server.request("GET", CM + "/cm")
     managers = [e["manager"] for e in obj["metadata"]["managedFields"]]
-    assert len(managers) == 10
-    assert "ancient-changes" in managers
+    # the three oldest (the creator, m01, m02) merged into one bucket, with the newest time
+    assert sorted(managers) == ["ancient-changes", *(f"m{i:02d}" for i in range(3, 12))]
+    bucket = entries(obj)["ancient-changes"]
+    assert (bucket["operation"], bucket["apiVersion"]) == ("Update", "v1")
+    assert bucket["fieldsV1"] == {"f:data": {".": {}, "f:k0": {}, "f:k1": {}, "f:k2": {}}}
+    assert bucket["time"] <= entries(obj)["m03"]["time"]
 
 
 def test_request_surface_errors(server: Server) -> None:
@@ -438,6 +442,7 @@ WIDGET_SCHEMA: dict[str, Any] = {
                     "items": {"type": "string"},
                     "x-kubernetes-list-type": "set",
                 },
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             },
         },
         "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
@@ -529,3 +534,107 @@ def test_watch_events_carry_managed_fields(server: Server) -> None:
     (event,) = events
     assert event["type"] == "ADDED"
     assert event["object"]["metadata"]["managedFields"][0]["manager"] == "alice"
+
+
+def test_a_boolean_replacing_a_number_is_a_change(server: Server) -> None:
+    widgets(server)
+    code, obj = server.request("POST", WIDGETS, widget(spec={"free": {"a": 1}}))
+    assert code == 201, obj
+    code, obj = server.request("PATCH", WIDGETS + "/w1", {"spec": {"free": {"a": True}}}, MERGE)
+    assert code == 200, obj
+    assert obj["spec"]["free"] == {"a": True}
+    assert server.request("GET", WIDGETS + "/w1")[1]["spec"]["free"] == {"a": True}
+
+
+def test_a_write_changing_only_entry_times_is_not_stored(server: Server) -> None:
+    _, obj = apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "a")
+    version = obj["metadata"]["resourceVersion"]
+    obj["metadata"]["managedFields"][0]["time"] = "2001-01-01T00:00:00Z"
+    code, put = server.request("PUT", CM + "/cm", obj)
+    assert code == 200
+    assert put["metadata"]["resourceVersion"] == version
+    assert put["metadata"]["managedFields"][0]["time"] != "2001-01-01T00:00:00Z"
+
+
+def test_managed_fields_a_client_sends_are_stored_canonical_or_not_at_all(server: Server) -> None:
+    _, obj = apply(server, CM + "/cm", cm("cm", data={"a": "1", "b": "2"}), "a")
+    stored = obj["metadata"]["managedFields"]
+    sent = [
+        {"manager": "zed", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {"f:b": None}}},
+        {"manager": "amy", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {"f:a": {}}}},
+    ]  # fmt: skip
+    code, put = server.request(
+        "PUT", CM + "/cm", {**obj, "metadata": {**obj["metadata"], "managedFields": sent}}
+    )
+    assert code == 200, put
+    # decoded and written back: Apply first, null read as {}
+    assert [(e["manager"], e["fieldsV1"]) for e in put["metadata"]["managedFields"]] == [
+        ("amy", {"f:data": {"f:a": {}}}),
+        ("zed", {"f:data": {"f:b": {}}}),
+    ]
+    # an entry that does not decode (a time that is not one): the stored entries stand
+    bad = [{**sent[1], "time": 12345}]
+    meta = {**put["metadata"], "managedFields": bad}
+    code, again = server.request(
+        "PUT", CM + "/cm", {**put, "metadata": meta, "data": {"a": "3", "b": "2"}}
+    )
+    assert code == 200, again
+    # amy's only field went to this writer; zed's entry (no time) sorts first
+    managers = [e["manager"] for e in again["metadata"]["managedFields"]]
+    assert managers == ["zed", "Python-urllib"]
+    assert server.request("PATCH", CM + "/cm", {"data": {"b": "4"}}, MERGE)[0] == 200
+    assert stored != again["metadata"]["managedFields"]
+
+
+def test_yaml_apply_bodies_read_as_kube_reads_them(server: Server) -> None:
+    body = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n"
+        "  annotations:\n    when: 2024-01-01T10:00:00Z\ndata:\n  1: a\n  yes: b\n"
+    )
+    code, obj = apply(server, CM + "/y", body, "a")
+    assert code == 201, obj
+    assert obj["data"] == {"1": "a", "true": "b"}
+    assert obj["metadata"]["annotations"] == {"when": "2024-01-01T10:00:00Z"}
+    code, status = apply(server, CM + "/y", body.replace("  1: a", "  n: .nan"), "a")
+    assert code == 400
+    assert status["message"] == "error decoding patch: json: unsupported value: NaN"
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
+    for level in "bcdefgh":
+        ten = ",".join([f"*{chr(ord(level) - 1)}"] * 10)
+        bomb += f"{level}: &{level} [{ten}]\n"
+    code, status = apply(server, CM + "/y", bomb, "a")
+    assert code == 400
+    assert status["message"] == "error decoding patch: yaml: document contains excessive aliasing"
+
+
+def test_apply_namespace_must_match_the_request(server: Server) -> None:
+    body = cm("cm", metadata={"name": "cm", "namespace": "other"}, data={"a": "1"})
+    code, status = apply(server, CM + "/cm", body, "a")
+    assert (code, status["message"]) == (
+        400,
+        "the namespace of the object (other) does not match the namespace on the request (default)",
+    )
+    apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "a")
+    code, status = apply(server, CM + "/cm", body, "a")
+    assert code == 400
+
+
+def test_conflicts_come_before_strict_decoding_and_options_fail_together(server: Server) -> None:
+    apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "alice")
+    duplicated = (
+        '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"2","a":"3"}}'
+    )
+    code, status = apply(server, CM + "/cm", duplicated, "bob", fieldValidation="Strict")
+    assert code == 409, status
+    code, status = apply(server, CM + "/cm", duplicated, "alice", fieldValidation="Strict")
+    assert code == 400
+    assert status["message"].startswith("error strict decoding patch: ")
+    code, status = server.request("PATCH", CM + "/cm?force=true&fieldManager=a%01", {}, MERGE)
+    assert code == 422
+    assert status["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: [force: Forbidden: may not be specified for '
+        'non-apply patch, fieldManager: Invalid value: "a\\x01": invalid character U+0001 (at '
+        "position 1)]"
+    )

@@ -203,3 +203,28 @@ def status_body(error: APIError) -> dict[str, Any]:
         body["details"] = error.details
     body["code"] = error.code
     return body
+
+
+# -- Go's quoting, which kube's texts use --------------------------------------------------
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_GO_ESCAPES |= {"\v": "\\v", '"': '\\"', "\\": "\\\\"}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``%q`` (``strconv.Quote``): printable characters as they are, the rest escaped."""
+    out = []
+    for ch in text:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        elif "\ud800" <= ch <= "\udfff":
+            out.append("\\ufffd")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'

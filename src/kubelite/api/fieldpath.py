@@ -12,8 +12,9 @@ and encodes to ``metadata.managedFields[].fieldsV1`` without translation:
 A :class:`FieldSet` is a trie: ``members`` are the elements owned at this level, ``children``
 the subsets below elements. FieldsV1 writes a member as ``{}`` and a member that also has
 children with a ``".": {}`` entry first; siblings are sorted as structured-merge-diff sorts them
-(fields by name, then keys, then values, then indexes). Sets are values: every operation returns
-a new set and never changes its operands.
+(fields by name, then keys, then values, then indexes). Sets are values once built (``of``,
+``insert``, decoding): the operations never change their operands, and may return one of them
+unchanged, so a set is shared and never changed after it is built.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
+
+from kubelite.api.errors import go_quote
 
 __all__ = [
     "FieldSet",
@@ -96,19 +99,6 @@ class FieldSet:
             node = child
         node.members.add(path[-1])
 
-    def child(self, element: str) -> FieldSet:
-        """The subset below ``element``, created if absent (in place; for building)."""
-        found = self.children.get(element)
-        if found is None:
-            found = self.children[element] = FieldSet()
-        return found
-
-    def prune(self) -> FieldSet:
-        """Drop empty children (in place), and return self."""
-        for element in [e for e, c in self.children.items() if c.prune().empty()]:
-            del self.children[element]
-        return self
-
     # -- reading -------------------------------------------------------------------------------
 
     def empty(self) -> bool:
@@ -122,10 +112,6 @@ class FieldSet:
                 return False
         return bool(path) and path[-1] in node.members  # type: ignore[union-attr]
 
-    def with_prefix(self, element: str) -> FieldSet:
-        """The paths below ``element``, without it (empty when there are none)."""
-        return self.children.get(element) or _EMPTY
-
     def paths(self, prefix: Path = ()) -> Iterator[Path]:
         """Every path, shallower ones first, each level in sorted order (structured-merge-diff's
         ``Set.Iterate``)."""
@@ -133,9 +119,6 @@ class FieldSet:
             yield (*prefix, element)
         for element in sorted(self.children, key=sort_key):
             yield from self.children[element].paths((*prefix, element))
-
-    def size(self) -> int:
-        return len(self.members) + sum(c.size() for c in self.children.values())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FieldSet):
@@ -257,9 +240,6 @@ class FieldSet:
                 _canonical(element)
             if body:
                 FieldSet.check_fields_v1(body)
-
-
-_EMPTY = FieldSet()
 
 
 _INDEX = re.compile(r"[+-]?[0-9]+")
@@ -390,9 +370,6 @@ def _json_float(number: float) -> str:
 
 # -- ordering and printing ---------------------------------------------------------------------
 
-_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
-
-
 def sort_key(element: str) -> tuple[Any, ...]:
     """structured-merge-diff's order: fields (by name), then keys, then values, then indexes."""
     kind, payload = element[0], element[2:]
@@ -421,29 +398,6 @@ def _value_key(item: Any) -> tuple[Any, ...]:
     return (5,)
 
 
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_GO_ESCAPES |= {"\v": "\\v", '"': '\\"', "\\": "\\\\"}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` (``strconv.Quote``): printable characters as they are, the rest escaped."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch < " " or ch == "\x7f":
-            out.append(f"\\x{ord(ch):02x}")
-        elif "\ud800" <= ch <= "\udfff":
-            out.append("\\ufffd")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
-
-
 def _go_float(number: float) -> str:
     """Go's ``%v`` of a float64 (``%g`` with the shortest digits: ``1``, ``1.5``, ``1e+06``)."""
     if math.isnan(number):
@@ -459,7 +413,7 @@ def _go_float(number: float) -> str:
 def _go_value(item: Any) -> str:
     """A value as structured-merge-diff's ``value.ToString`` prints it (strings quoted)."""
     if isinstance(item, str):
-        return _go_quote(item)
+        return go_quote(item)
     if item is None:
         return "null"
     if isinstance(item, bool):

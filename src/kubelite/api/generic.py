@@ -50,7 +50,16 @@ from kubelite.api.rest import (
     WatchOptions,
     WriteOptions,
 )
-from kubelite.api.stored import clone, decode, encode, meta_of, same_stored, storage_key
+from kubelite.api.stored import (
+    clone,
+    clone_value,
+    decode,
+    encode,
+    meta_of,
+    same_content,
+    same_stored,
+    storage_key,
+)
 from kubelite.api.strategy import Strategy
 from kubelite.storage import Conflict, KeyExists, NotFound, Store
 
@@ -273,6 +282,7 @@ class GenericStore:
         causes = objectmeta.update_causes(new, current)
         self._raise_invalid(new, causes + strategy.validate_update(info, new, current))
         strategy.canonicalize(info, new)
+        managedfields.keep_stored_times(new, current)
         if admission.validating:
             await admission.validate(attrs)
         if strategy.should_delete_during_update(new):
@@ -288,7 +298,8 @@ class GenericStore:
         strategy: Strategy,
         opts: WriteOptions,
     ) -> None:
-        """A PUT body's uid (a storage precondition) and resourceVersion, in kube's order."""
+        """The uid (a storage precondition for a PUT's body; a patch's is checked as immutable)
+        and the resourceVersion, in kube's order."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
         uid = "" if opts.patch else meta.get("uid") or ""
@@ -417,7 +428,9 @@ class GenericStore:
                 if kv is None:
                     revision = await writes.create(key, data, dry_run)
                     return Written(stamped(new, revision), written=True, created=True)
-                if same_stored(data, kv.value, info) or same_content(new, current):
+                if same_stored(data, kv.value, info) or (
+                    current is not None and same_content(new, current)
+                ):
                     if guessed:
                         kv, guessed = await self.store.get(key), False
                         continue
@@ -436,6 +449,8 @@ class GenericStore:
         """Mutating admission of a create or update; managedFields it leaves undecodable are
         restored, with a warning (apiserver's fieldmanager admission)."""
         tracked = obj["metadata"].get("managedFields")
+        if tracked is not None:
+            tracked = clone_value(tracked)  # a plugin may change the list in place
         await self.backing.admission.admit(attrs)
         warning = managedfields.restore_after_admission(obj, tracked)
         if warning and opts.warnings is not None:
@@ -480,22 +495,6 @@ class ReadsOf:
 
     def reset_fields(self) -> tuple[str, ...]:
         return self.store.reset_fields()
-
-
-def same_content(new: Obj, current: Obj | None) -> bool:
-    """Whether an update's object is the stored one but for its resourceVersion and the order
-    of keys (kube compares canonical encodings, in which key order cannot differ)."""
-    if current is None:
-        return False
-    meta, stored = new.get("metadata"), current.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(stored, dict):
-        return False
-    if new.keys() != current.keys() or any(new[k] != current[k] for k in new if k != "metadata"):
-        return False
-    drop = "resourceVersion"
-    return {k: v for k, v in meta.items() if k != drop} == {
-        k: v for k, v in stored.items() if k != drop
-    }
 
 
 def stamped(obj: Obj, revision: int) -> Obj:

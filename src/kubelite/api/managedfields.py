@@ -1,57 +1,45 @@
-"""``metadata.managedFields``: who owns which field, updated on every write and enforced by
-server-side apply (apimachinery's ``managedfields/internal`` over structured-merge-diff's
-``merge.Updater``; shared/spec/server-side-apply.md is the specification).
-
-Two operations, each given the stored object (None when there is none) and the kind's
-:class:`~kubelite.api.shapes.Shape`:
+"""``metadata.managedFields``: who owns which field (apimachinery's ``managedfields/internal``
+over structured-merge-diff's ``merge.Updater``; shared/spec/server-side-apply.md is the
+specification). This module holds the entries and what every write does to them:
 
 - :func:`track_update` (create, update, non-apply patch, their subresources): the writer owns
   what its write added or changed and takes it from every other manager; what it removed leaves
   every manager. No conflicts: an update always wins.
-- :func:`apply` (server-side apply): the applied configuration is merged into the live object;
-  the applier owns exactly the fields of its configuration; fields it owned before and no
-  longer sets are removed unless someone else owns them; a changed field that another manager
-  owns is a 409 conflict unless ``force``.
+- :func:`keep_stored_times`: a write whose only change is entries' times is no change;
+- :func:`restore_after_admission`: entries that mutating admission broke are put back.
 
-Entries are keyed by their *identity*: the manager, the operation, the apiVersion (Update entries
-only) and the subresource, written as apimachinery writes it (a JSON object), which is also the
-order conflicts are reported in. ``reset`` paths (the fields a strategy resets for the endpoint:
-``status`` for the main resource, ``spec`` for ``/status``) are nobody's, on either side.
+Server-side apply itself is :mod:`kubelite.api.apply`. Entries are keyed by their *identity*:
+the manager, the operation, the apiVersion (Update entries only) and the subresource, written
+as apimachinery writes it (a JSON object), which is also the order conflicts are reported in.
+``reset`` paths (the fields a strategy resets for the endpoint: ``status`` for the main
+resource, ``spec`` for ``/status``) are nobody's. Stored entries are always canonical (decoded
+and encoded again when a client sends its own), so a write walks them as stored JSON and decodes
+only the ones it takes fields from.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 import orjson
 
-from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import APIError, Cause
-from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path, path_string
+from kubelite.api.errors import go_quote
+from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path
 from kubelite.api.shapes import Shape, shape_of
-from kubelite.api.stored import clone, now
-from kubelite.api.typed import (
-    MISSING,
-    Comparison,
-    TypedError,
-    compare,
-    ensure_named_fields,
-    merge,
-    remove_items,
-    to_set,
-)
+from kubelite.api.stored import now, same_content
+from kubelite.api.typed import Comparison, TypedError, compare
 
 __all__ = [
     "APPLY",
     "UPDATE",
-    "BadManagedFields",
-    "apply",
+    "Entry",
+    "keep_stored_times",
     "reset_set",
+    "restore_after_admission",
     "track_update",
 ]
 
@@ -61,10 +49,9 @@ FIELDS_V1: Final = "FieldsV1"
 BEFORE_FIRST_APPLY: Final = "before-first-apply"
 ANCIENT_CHANGES: Final = "ancient-changes"
 MAX_UPDATE_MANAGERS: Final = 10
-LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 
 #: Paths never recorded (apimachinery's stripmeta.go): exact paths, not what is below them.
-_STRIPPED: Final = FieldSet.of(
+STRIPPED: Final = FieldSet.of(
     ("f:apiVersion",),
     ("f:kind",),
     ("f:metadata",),
@@ -106,9 +93,9 @@ class Entry:
 
     def printed(self) -> str:
         """The manager as a conflict message names it."""
-        text = json.dumps(self.manager, ensure_ascii=False)
+        text = go_quote(self.manager)
         if self.subresource:
-            text += f" with subresource {json.dumps(self.subresource, ensure_ascii=False)}"
+            text += f" with subresource {go_quote(self.subresource)}"
         if self.operation == UPDATE:
             text += f" using {self.api_version}"
         return text
@@ -154,39 +141,48 @@ def decode(raw: Any) -> Managed:
         subresource, time = item.get("subresource") or "", item.get("time")
         if not all(isinstance(v, str) for v in (manager, version, subresource)):
             raise BadManagedFields("manager, apiVersion and subresource must be strings")
-        entry = Entry(
-            manager,
-            operation,
-            version,
-            subresource,
-            time if isinstance(time, str) else None,
-            fields,
-        )
+        if not _valid_time(time):
+            raise BadManagedFields(f"invalid time {time!r}")
+        entry = Entry(manager, operation, version, subresource, time, fields)
         out[entry.identity] = entry
     return out
 
 
+def _valid_time(time: Any) -> bool:
+    """Absent, or an RFC 3339 time (what metav1.Time decodes)."""
+    if time is None:
+        return True
+    return isinstance(time, str) and _seconds(time) is not None
+
+
 @functools.lru_cache(maxsize=1024)
-def _seconds(time: str | None) -> float:
-    if not time:
-        return 0.0
+def _seconds(time: str) -> float | None:
+    """An RFC 3339 time as seconds since the epoch; None when it is not one."""
     try:
         return datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp()
     except ValueError:
-        return 0.0
+        return None
+
+
+def _order(
+    operation: str, time: str | None, manager: str, version: str, sub: str
+) -> tuple[Any, ...]:
+    """apimachinery's order of entries: Apply before Update, then by time (none first),
+    manager, apiVersion, subresource."""
+    return (operation, (_seconds(time) or 0.0) if time else 0.0, manager, version, sub)
 
 
 def encode(managed: Managed) -> list[dict[str, Any]]:
-    """The managedFields value, in apimachinery's order: Apply before Update, then by time,
-    manager, apiVersion, subresource."""
+    """The managedFields value, in apimachinery's order, without empty entries."""
     entries = sorted(
         (e for e in managed.values() if not e.fields.empty()),
-        key=lambda e: (e.operation, _seconds(e.time), e.manager, e.api_version, e.subresource),
+        key=lambda e: _order(e.operation, e.time, e.manager, e.api_version, e.subresource),
     )
     return [e.encoded() for e in entries]
 
 
-def _store(obj: dict[str, Any], managed: Managed) -> None:
+def store(obj: dict[str, Any], managed: Managed) -> None:
+    """``managed`` written into ``obj``'s metadata (removed when there is none)."""
     meta = obj.setdefault("metadata", {})
     entries = encode(managed)
     if entries:
@@ -195,14 +191,19 @@ def _store(obj: dict[str, Any], managed: Managed) -> None:
         meta.pop("managedFields", None)
 
 
+def dotted_path(path: str) -> Path:
+    """``.spec.replicas`` (or ``spec.replicas``) as path elements."""
+    return tuple("f:" + part for part in path.strip(".").split("."))
+
+
 @functools.lru_cache(maxsize=256)
 def reset_set(paths: tuple[str, ...]) -> FieldSet:
     """The FieldSet of dotted reset paths (``status``, ``metadata.labels``); shared, never
     change it."""
-    return FieldSet.of(*(tuple("f:" + part for part in p.split(".")) for p in paths))
+    return FieldSet.of(*(dotted_path(p) for p in paths))
 
 
-def _comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
+def comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
     """``obj`` without what a comparison skips (its managedFields and resourceVersion)."""
     if obj is None:
         return {}
@@ -212,9 +213,9 @@ def _comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k not in _NOT_COMPARED}}
 
 
-def _zero(info: ResourceInfo, shape: Shape) -> dict[str, Any]:
+def zero(info: ResourceInfo, shape: Shape) -> dict[str, Any]:
     """What a create is compared with: the Go zero value of a built-in kind, the bare type of a
-    custom resource (apiserver's ``Creater.New``)."""
+    custom resource (apiserver's ``Creater.New``). Shared: never change it."""
     if info.builtin:
         return shape.zero()
     return {"apiVersion": info.group_version, "kind": info.kind}
@@ -246,49 +247,47 @@ def track_update(
         return
     live_raw = (live.get("metadata") or {}).get("managedFields") if live is not None else None
     sent = meta.pop("managedFields", None)
-    entries: list[dict[str, Any]] | None
+    entries: list[dict[str, Any]]
     if subresource or sent is None or sent == live_raw:
-        entries = _stored_entries(live_raw)
+        entries = stored_entries(live_raw)
     elif isinstance(sent, list) and (not sent or sent == [{}]):
         entries = []
     else:
         entries = _sent_entries(sent)
         if not entries:
-            entries = _stored_entries(live_raw)
+            entries = stored_entries(live_raw)
     if not entries and live is not None:
         return
     shape = shape_of(info)
-    old = _comparable(live) if live is not None else _zero(info, shape)
+    old = comparable(live) if live is not None else zero(info, shape)
     try:
-        diff = compare(old, _comparable(new), shape)
+        diff = compare(old, comparable(new), shape)
     except (ValueError, TypedError):
         return  # apiserver drops managedFields it cannot compute ("should not happen")
     if reset is not None:
         diff = diff.without(reset)
     writer = Entry(manager or "unknown", UPDATE, info.group_version, subresource, None, FieldSet())
-    updated = _updated_entries(entries or [], diff, writer)
+    updated = _updated_entries(entries, diff, writer)
     if updated:
-        meta["managedFields"] = updated
+        meta["managedFields"] = list(updated)  # never the stored object's own list
 
 
-def _stored_entries(raw: Any) -> list[dict[str, Any]]:
-    """The stored object's entries, as stored (their fields were checked when written); []
-    when they are not a list of entries at all."""
+def stored_entries(raw: Any) -> list[dict[str, Any]]:
+    """A stored object's entries, as stored (canonical, since every write stores them so); []
+    when they are not a list of entries at all (an object stored before managedFields were
+    tracked, with whatever a client sent)."""
     if not isinstance(raw, list) or not all(_entry_like(item) for item in raw):
         return []
     return raw
 
 
 def _sent_entries(raw: Any) -> list[dict[str, Any]]:
-    """Entries a client sent, when every one decodes (else []); one per identity, the last."""
-    if not isinstance(raw, list) or not all(_entry_like(item) for item in raw):
-        return []
+    """Entries a client sent, decoded and encoded again (canonical, one per identity); [] when
+    any does not decode."""
     try:
-        for item in raw:
-            FieldSet.check_fields_v1(item["fieldsV1"])
-    except FieldsV1Error:
+        return encode(decode(raw))
+    except BadManagedFields:
         return []
-    return list({_raw_identity(item): item for item in raw}.values())
 
 
 def _entry_like(item: Any) -> bool:
@@ -298,6 +297,7 @@ def _entry_like(item: Any) -> bool:
         and item.get("fieldsType") == FIELDS_V1
         and isinstance(item.get("fieldsV1"), dict)
         and all(isinstance(item.get(k, ""), str) for k in ("manager", "apiVersion", "subresource"))
+        and _valid_time(item.get("time"))
     )
 
 
@@ -311,14 +311,14 @@ def _updated_entries(
     taken = changed.union(diff.removed)
     if taken.empty():
         return entries
-    owned = changed.difference(diff.removed).difference(_STRIPPED)
+    owned = changed.difference(diff.removed).difference(STRIPPED)
     out: list[dict[str, Any]] = []
     prior: dict[str, Any] | None = None
     for raw in entries:
         if _is_entry_of(raw, writer):
             prior = raw
             continue
-        if _touches(raw["fieldsV1"], taken):
+        if touches(raw["fieldsV1"], taken):
             rest = FieldSet.from_fields_v1(raw["fieldsV1"]).difference(taken)
             if rest.empty():
                 continue
@@ -337,11 +337,11 @@ def _updated_entries(
             writer.fields = fields
             out.append(writer.encoded())
     if len(out) > 1:
-        out.sort(key=_raw_order)
+        out.sort(key=raw_order)
     if len(out) > MAX_UPDATE_MANAGERS and (
         sum(1 for raw in out if raw["operation"] == UPDATE) > MAX_UPDATE_MANAGERS
     ):
-        return encode(_capped(decode(out)))
+        return encode(capped(decode(out)))
     return out
 
 
@@ -365,7 +365,7 @@ def _is_entry_of(raw: dict[str, Any], writer: Entry) -> bool:
     )
 
 
-def _raw_identity(raw: dict[str, Any]) -> str:
+def raw_identity(raw: dict[str, Any]) -> str:
     return _identity(
         raw.get("manager") or "",
         raw["operation"],
@@ -374,28 +374,29 @@ def _raw_identity(raw: dict[str, Any]) -> str:
     )
 
 
-def _raw_order(raw: dict[str, Any]) -> tuple[Any, ...]:
-    return (
+def raw_order(raw: dict[str, Any]) -> tuple[Any, ...]:
+    return _order(
         raw["operation"],
-        _seconds(raw.get("time")),
+        raw.get("time"),
         raw.get("manager") or "",
         raw.get("apiVersion") or "",
         raw.get("subresource") or "",
     )
 
 
-def _is_member(node: Any) -> bool:
+def is_member(node: Any) -> bool:
+    """Whether a FieldsV1 node stands for an owned path (``{}`` or one with ``"."``)."""
     return isinstance(node, dict) and (not node or "." in node)
 
 
-def _touches(trie: dict[str, Any], paths: FieldSet) -> bool:
+def touches(trie: dict[str, Any], paths: FieldSet) -> bool:
     """Whether the FieldsV1 ``trie`` holds any path of ``paths``."""
     for element in paths.members:
-        if _is_member(trie.get(element)):
+        if is_member(trie.get(element)):
             return True
     for element, below in paths.children.items():
         node = trie.get(element)
-        if isinstance(node, dict) and node and _touches(node, below):
+        if isinstance(node, dict) and node and touches(node, below):
             return True
     return False
 
@@ -403,7 +404,7 @@ def _touches(trie: dict[str, Any], paths: FieldSet) -> bool:
 def _holds(trie: dict[str, Any], paths: FieldSet) -> bool:
     """Whether the FieldsV1 ``trie`` holds every path of ``paths``."""
     for element in paths.members:
-        if not _is_member(trie.get(element)):
+        if not is_member(trie.get(element)):
             return False
     for element, below in paths.children.items():
         node = trie.get(element)
@@ -412,7 +413,7 @@ def _holds(trie: dict[str, Any], paths: FieldSet) -> bool:
     return True
 
 
-def _updated(
+def updated(
     managed: Managed,
     old: Any,
     new: Any,
@@ -431,18 +432,18 @@ def _updated(
     return decode(_updated_entries(encode(managed), diff, writer))
 
 
-def _with(entry: Entry, fields: FieldSet) -> Entry:
+def with_fields(entry: Entry, fields: FieldSet) -> Entry:
     return Entry(
         entry.manager, entry.operation, entry.api_version, entry.subresource, entry.time, fields
     )
 
 
-def _capped(managed: Managed) -> Managed:
+def capped(managed: Managed) -> Managed:
     """At most 10 Update entries: the oldest merged, per apiVersion, into ``ancient-changes``."""
     updaters = [i for i, e in managed.items() if e.operation == UPDATE]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return managed
-    updaters.sort(key=lambda i: (_seconds(managed[i].time), i))
+    updaters.sort(key=lambda i: (_order(UPDATE, managed[i].time, "", "", "")[1], i))
     first_of_version: dict[str, str] = {}
     count = len(updaters)
     for identity in updaters:
@@ -466,168 +467,12 @@ def _capped(managed: Managed) -> Managed:
     return managed
 
 
-# -- Apply -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    manager: Entry
-    path: Path
-
-
-def apply(
-    info: ResourceInfo,
-    live: dict[str, Any] | None,
-    config: dict[str, Any],
-    manager: str,
-    *,
-    force: bool = False,
-    subresource: str = "",
-    reset: FieldSet | None = None,
-) -> dict[str, Any]:
-    """The object ``manager`` makes by applying ``config`` to ``live`` (None: the object does
-    not exist yet), with its managedFields. Raises the 409 of the conflicts, unless ``force``."""
-    shape = shape_of(info)
-    _check_config(info, config, shape)
-    config = clone(config)  # the merge shares the configuration's values: keep the caller's
-    base = live if live is not None else {}
-    try:
-        managed = decode((base.get("metadata") or {}).get("managedFields"))
-    except BadManagedFields as exc:
-        raise errors.internal(f"failed to decode managed fields: {exc}") from None
-    if not managed and live is not None:
-        managed = _updated({}, _zero(info, shape), _comparable(live), shape, info.group_version,
-                           BEFORE_FIRST_APPLY, subresource, reset)  # fmt: skip
-    applier = Entry(manager, APPLY, info.group_version, subresource, None, FieldSet())
-    try:
-        merged, managed = _applied(base, config, managed, applier, shape, force, reset)
-    except _Conflicts as conflicts:
-        allowed = _allowed_by_last_applied(manager, base, shape) if manager == "kubectl" else None
-        remaining = [c for c in conflicts.found if allowed is None or not allowed.has(c.path)]
-        if remaining:
-            raise _conflict_error(remaining) from None
-        merged, managed = _applied(base, config, managed, applier, shape, True, reset)
-    merged = clone(merged)  # nothing shared with the live object, which later steps compare
-    if manager == "kubectl":
-        _update_last_applied(merged, config)
-    _store(merged, _capped(managed))
-    return merged
-
-
-class _Conflicts(Exception):
-    def __init__(self, found: list[Conflict]) -> None:
-        super().__init__(f"{len(found)} conflicts")
-        self.found = found
-
-
-def _check_config(info: ResourceInfo, config: dict[str, Any], shape: Shape) -> None:
-    version, kind = config.get("apiVersion") or "", config.get("kind") or ""
-    if version != info.group_version or kind != info.kind:
-        group, _, ver = str(version).rpartition("/")
-        raise errors.bad_request(f"invalid object type: {group}/{ver}, Kind={kind}")
-    meta = config.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        raise errors.bad_request("metadata.managedFields must be nil")
-
-
-def _applied(
-    live: dict[str, Any],
-    config: dict[str, Any],
-    managed: Managed,
-    applier: Entry,
-    shape: Shape,
-    force: bool,
-    reset: FieldSet | None,
-) -> tuple[dict[str, Any], Managed]:
-    """structured-merge-diff's ``Updater.Apply``: merge, prune, then the conflicts."""
-    config_set = to_set(config, shape)
-    if reset is not None:
-        config_set = config_set.recursive_difference(reset)
-    merged = merge(live, config, shape)
-    merged = {} if merged is MISSING else merged
-    last = managed.get(applier.identity)
-    managers = dict(managed)
-    mine = Entry(applier.manager, APPLY, applier.api_version, applier.subresource,
-                 last.time if last else None, config_set)  # fmt: skip
-    managers[mine.identity] = mine
-    if last is not None and not last.fields.empty():
-        merged = _pruned(merged, managers, last.fields, shape)
-    diff = compare(_comparable(live), _comparable(merged), shape)
-    if reset is not None:
-        diff = diff.without(reset)
-    changed = diff.changed()
-    found: list[Conflict] = []
-    out: Managed = {}
-    for identity, entry in sorted(managers.items()):
-        if identity == mine.identity:
-            continue
-        clash = entry.fields.intersection(changed)
-        found.extend(Conflict(entry, path) for path in clash.paths())
-        rest = entry.fields.difference(clash).difference(diff.removed)
-        if not rest.empty():
-            out[identity] = _with(entry, rest)
-    if found and not force:
-        raise _Conflicts(found)
-    mine.fields = mine.fields.difference(_STRIPPED)
-    if not mine.fields.empty():
-        if _comparable(merged) != _comparable(live):
-            mine.time = now()
-        out[mine.identity] = mine
-    return merged, out
-
-
-def _pruned(merged: Any, managers: Managed, last: FieldSet, shape: Shape) -> Any:
-    """What the applier owned last time and no longer applies, removed from ``merged`` unless
-    another manager owns it (structured-merge-diff's prune, addBackOwnedItems and
-    addBackDanglingItems)."""
-    last = ensure_named_fields(last, shape)
-    pruned = _or_empty(remove_items(merged, last, shape))
-    owned = FieldSet()
-    for entry in managers.values():
-        owned = owned.union(entry.fields)
-    merged_set = ensure_named_fields(to_set(merged, shape, strict=False), shape)
-    pruned_set = ensure_named_fields(to_set(pruned, shape, strict=False), shape)
-    dropped = merged_set.difference(pruned_set.union(ensure_named_fields(owned, shape)))
-    pruned = _or_empty(remove_items(merged, dropped, shape))
-    pruned_set = ensure_named_fields(to_set(pruned, shape, strict=False), shape)
-    return _or_empty(
-        remove_items(merged, merged_set.difference(pruned_set).intersection(last), shape)
-    )
-
-
-def _or_empty(value: Any) -> Any:
-    return {} if value is MISSING else value
-
-
-def _conflict_error(found: list[Conflict]) -> APIError:
-    causes = [
-        Cause("FieldManagerConflict", f"conflict with {c.manager.printed()}", path_string(c.path))
-        for c in found
-    ]
-    if len(found) == 1:
-        only = found[0]
-        message = (
-            f"Apply failed with 1 conflict: conflict with {only.manager.printed()}: "
-            f"{path_string(only.path)}"
-        )
-    else:
-        lines: list[str] = []
-        by_manager: dict[str, list[Conflict]] = {}
-        for c in found:
-            by_manager.setdefault(c.manager.identity, []).append(c)
-        for identity in sorted(by_manager):
-            group = by_manager[identity]
-            lines.append(f"conflicts with {group[0].manager.printed()}:")
-            lines.extend(f"- {path_string(c.path)}" for c in group)
-        message = f"Apply failed with {len(found)} conflicts: " + "\n".join(lines)
-    return APIError(409, "Conflict", message, {"causes": [c.as_dict() for c in causes]})
-
-
 def restore_after_admission(obj: dict[str, Any], tracked: Any) -> str:
-    """Put back the managedFields ``tracked`` before mutating admission when admission left
-    ones that do not decode; the warning to send then ("" when nothing was wrong)."""
+    """Put back ``tracked`` (a copy of the managedFields before mutating admission) when
+    admission left ones that do not decode; the warning to send then ("" when nothing was
+    wrong)."""
     meta = obj.get("metadata")
-    if not isinstance(meta, dict) or meta.get("managedFields") is tracked:
+    if not isinstance(meta, dict):
         return ""
     try:
         decode(meta.get("managedFields"))
@@ -644,98 +489,26 @@ def restore_after_admission(obj: dict[str, Any], tracked: Any) -> str:
         )
 
 
-# -- the Scale view ----------------------------------------------------------------------------
-
-_SCALE_REPLICAS: Final = ("f:spec", "f:replicas")
-SCALE_VERSION: Final = "autoscaling/v1"
-
-
-def dotted_path(path: str) -> Path:
-    """``.spec.replicas`` as path elements."""
-    return tuple("f:" + part for part in path.strip(".").split("."))
-
-
-def _node_at(trie: dict[str, Any], path: Path) -> Any:
-    node: Any = trie
-    for element in path:
-        node = node.get(element) if isinstance(node, dict) else None
-    return node
-
-
-def _trie(path: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for element in reversed(path):
-        out = {element: out}
-    return out
-
-
-def to_scale_entries(parent: Any, replicas: Path) -> list[dict[str, Any]]:
-    """A Scale view's managedFields: every entry of the parent that owns its replica count,
-    owning the Scale's ``spec.replicas`` (apimachinery's ScaleHandler.ToSubresource)."""
-    return [
-        {**raw, "apiVersion": SCALE_VERSION, "fieldsV1": _trie(_SCALE_REPLICAS)}
-        for raw in _stored_entries(parent)
-        if _is_member(_node_at(raw["fieldsV1"], replicas))
-    ]
-
-
-def from_scale_entries(
-    parent: Any, scale: Any, replicas: Path, api_version: str
-) -> list[dict[str, Any]]:
-    """The parent's managedFields after a write through its Scale view: the replica count is
-    owned by the Scale's owners of ``spec.replicas``, nobody else (ScaleHandler.ToParent)."""
-    path = FieldSet.of(replicas)
-    out: dict[str, dict[str, Any]] = {}
-    for raw in _stored_entries(parent):
-        if _touches(raw["fieldsV1"], path):
-            rest = FieldSet.from_fields_v1(raw["fieldsV1"]).difference(path)
-            if rest.empty():
-                continue
-            raw = {**raw, "fieldsV1": rest.to_fields_v1()}
-        out[_raw_identity(raw)] = raw
-    for raw in _stored_entries(scale):
-        if _is_member(_node_at(raw["fieldsV1"], _SCALE_REPLICAS)):
-            mapped = {**raw, "apiVersion": api_version, "fieldsV1": _trie(replicas)}
-            out[_raw_identity(mapped)] = mapped
-    return sorted(out.values(), key=_raw_order)
-
-
-# -- kubectl's last-applied annotation ---------------------------------------------------------
-
-
-def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    found = meta.get("annotations") if isinstance(meta, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
-def _allowed_by_last_applied(manager: str, live: dict[str, Any], shape: Shape) -> FieldSet | None:
-    """The conflicts kubectl may override: fields of its last client-side apply whose live
-    value is still the one it applied (apimachinery's lastappliedmanager.go)."""
-    text = _annotations(live).get(LAST_APPLIED)
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        last_applied = json.loads(text)
-        applied_set = to_set(last_applied, shape)
-        diff = compare(last_applied, _comparable(live), shape)
-    except (ValueError, TypedError):
-        return None
-    return applied_set.difference(diff.modified).difference(diff.added).difference(diff.removed)
-
-
-def _update_last_applied(merged: dict[str, Any], config: dict[str, Any]) -> None:
-    """After a server-side apply by ``kubectl``, its client-side annotation (when the object
-    has one) becomes the applied configuration (apimachinery's lastappliedupdater.go)."""
-    annotations = _annotations(merged)
-    if not annotations.get(LAST_APPLIED):
+def keep_stored_times(new: dict[str, Any], current: dict[str, Any]) -> None:
+    """A write whose only change is the times of managedFields entries keeps the stored ones,
+    so it is no change at all (apimachinery's IgnoreManagedFieldsTimestampsTransformer)."""
+    meta, stored = new.get("metadata"), current.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(stored, dict):
         return
-    body = json.loads(json.dumps(config))
-    body_annotations = _annotations(body)
-    body_annotations.pop(LAST_APPLIED, None)
-    if isinstance(body.get("metadata"), dict) and "annotations" in body["metadata"]:
-        body["metadata"]["annotations"] = body_annotations
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
-        text = text.replace(char, escaped)
-    annotations[LAST_APPLIED] = text + "\n"
+    mine, theirs = meta.get("managedFields"), stored.get("managedFields")
+    if (
+        mine is theirs
+        or not isinstance(mine, list)
+        or not isinstance(theirs, list)
+        or len(mine) != len(theirs)
+        or mine == theirs
+    ):
+        return
+    for a, b in zip(mine, theirs, strict=True):
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return
+        if {**a, "time": None} != {**b, "time": None}:
+            return
+    meta["managedFields"] = theirs
+    if not same_content(new, current):
+        meta["managedFields"] = mine

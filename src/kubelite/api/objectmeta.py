@@ -10,12 +10,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import Cause
+from kubelite.api.errors import Cause, go_quote
 from kubelite.api.rest import ObjectUpdate
 from kubelite.api.stored import clone, meta_of, now
 
@@ -147,10 +145,11 @@ def update_causes(new: Obj, old: Obj) -> list[Cause]:
     causes: list[Cause] = []
     uid = new["metadata"].get("uid")
     if uid != old["metadata"].get("uid"):
+        shown = go_quote(uid) if isinstance(uid, str) else str(uid)
         causes.append(
             Cause(
                 "FieldValueInvalid",
-                f"Invalid value: {_quoted(uid)}: field is immutable",
+                f"Invalid value: {shown}: field is immutable",
                 "metadata.uid",
             )
         )
@@ -170,10 +169,6 @@ def update_causes(new: Obj, old: Obj) -> list[Cause]:
         )
     )
     return causes
-
-
-def _quoted(value: Any) -> str:
-    return orjson.dumps(value).decode() if isinstance(value, str) else str(value)
 
 
 def _strings(value: Any) -> list[str]:

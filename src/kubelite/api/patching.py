@@ -6,21 +6,21 @@ server-side apply (``application/apply-patch+yaml``: :func:`apply_update`, over
 from __future__ import annotations
 
 import functools
-import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonpatch
 import jsonpointer
 import orjson
 
-from kubelite.api import errors, managedfields, validation
+from kubelite.api import errors, managedfields, validation, yamlbody
+from kubelite.api.apply import BadConfiguration, apply
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError
 from kubelite.api.merge_patch import json_merge_patch
+from kubelite.api.objectmeta import check_name_and_namespace
 from kubelite.api.rest import ObjectUpdate, Warnings
 from kubelite.api.stored import Obj
 from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
-from kubelite.api.typed import TypedError
 
 APPLY_PATCH = "application/apply-patch+yaml"
 
@@ -109,40 +109,17 @@ def patch_update(
 # -- server-side apply -------------------------------------------------------------------------
 
 
-class _DuplicateKey(ValueError):
-    pass
+class Applied(NamedTuple):
+    """An apply body: the configuration, and the strict-decoding complaint about it (a key
+    repeated in a mapping; "" when none), which kube reports only once the apply succeeded."""
+
+    config: Obj
+    duplicate: str = ""
 
 
-@functools.cache
-def _yaml_loaders() -> tuple[Any, Any]:
-    """PyYAML's safe loader, and one that refuses a key repeated in a mapping (sigs.k8s.io/yaml's
-    UnmarshalStrict); imported on the first YAML body."""
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class StrictLoader(base):  # type: ignore[misc,valid-type]
-        pass
-
-    def strict_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if key in seen:
-                raise _DuplicateKey(
-                    f"yaml: unmarshal errors:\n  line {key_node.start_mark.line + 1}: key "
-                    f"{json.dumps(key)} already set in map"
-                )
-            seen.add(key)
-        return loader.construct_mapping(node, deep=deep)
-
-    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, strict_mapping)
-    return base, StrictLoader
-
-
-def decode_apply(raw: bytes, field_validation: str, warnings: Warnings) -> Obj:
+def decode_apply(raw: bytes, field_validation: str) -> Applied:
     """An apply body (YAML or JSON) as an object. 400 ``error decoding patch`` when it is not
-    one; a key repeated in a mapping is 400 under Strict and a warning under Warn."""
+    one; a key repeated in a mapping is noted under Strict and Warn."""
     try:
         config = orjson.loads(raw)
         repeats = validation.may_repeat_keys(raw, config)
@@ -151,25 +128,21 @@ def decode_apply(raw: bytes, field_validation: str, warnings: Warnings) -> Obj:
         repeats = True
     if not isinstance(config, dict):
         raise errors.bad_request("error decoding patch: the apply configuration must be an object")
+    duplicate = ""
     if repeats and field_validation != validation.IGNORE:
         try:
-            _yaml(raw, strict=True)
-        except _DuplicateKey as exc:
-            if field_validation == validation.STRICT:
-                raise errors.bad_request(f"error strict decoding patch: {exc}") from None
-            warnings.texts.append(str(exc))
-        except errors.APIError:
+            yamlbody.load(raw, strict=True)
+        except yamlbody.DuplicateKey as exc:
+            duplicate = str(exc)
+        except yamlbody.YAMLError:
             pass  # JSON that YAML reads otherwise (tabs): orjson's reading stands
-    return config
+    return Applied(config, duplicate)
 
 
 def _yaml(raw: bytes, *, strict: bool) -> Any:
-    import yaml
-
-    loader, strict_loader = _yaml_loaders()
     try:
-        return yaml.load(raw, Loader=strict_loader if strict else loader)
-    except yaml.YAMLError as exc:
+        return yamlbody.load(raw, strict=strict)
+    except yamlbody.YAMLError as exc:
         raise errors.bad_request(f"error decoding patch: {exc}") from None
 
 
@@ -177,18 +150,23 @@ def apply_update(
     info: ResourceInfo,
     namespace: str | None,
     name: str,
-    config: Obj,
+    body: Applied,
     manager: str,
     *,
     force: bool,
+    field_validation: str = validation.WARN,
+    warnings: Warnings | None = None,
     subresource: str = "",
     reset: tuple[str, ...] = (),
 ) -> ObjectUpdate:
-    """A server-side apply's update: ``config`` applied to the current object by ``manager``
-    (:func:`kubelite.api.managedfields.apply`), creating it when absent."""
-    reset_set = managedfields.reset_set(reset)
+    """A server-side apply's update: ``body``'s configuration applied to the current object by
+    ``manager`` (:func:`kubelite.api.apply.apply`), creating it when absent. A repeated key
+    found when decoding is a 400 under Strict and a warning under Warn, once the apply
+    itself succeeded (conflicts come first, as in kube)."""
+    reset_fields = managedfields.reset_set(reset)
+    config = body.config
 
-    async def apply(current: Obj | None) -> Obj:
+    async def applied(current: Obj | None) -> Obj:
         meta = config.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         if current is None and meta.get("uid"):
@@ -199,24 +177,28 @@ def apply_update(
                 f"uid mismatch: the provided object specified uid {meta['uid']}, and no "
                 "existing object was found",
             )
+        where = f"{namespace or ''}/{meta.get('name', name)}; {info.group}/{info.version}, "
+        where += f"Kind={info.kind}"
         try:
-            merged = managedfields.apply(
+            merged = apply(
                 info, current, config, manager, force=force, subresource=subresource,
-                reset=reset_set,
+                reset=reset_fields,
             )  # fmt: skip
-        except (TypedError, ValueError) as exc:
-            where = f"{namespace or ''}/{meta.get('name', name)}; {_gvk(info)}"
+        except BadConfiguration as exc:
             raise errors.internal(f"failed to create typed patch object ({where}): {exc}")
+        except ValueError as exc:
+            raise errors.internal(f"failed to create typed live object ({where}): {exc}")
         merged_name = (merged.get("metadata") or {}).get("name", "")
         if merged_name != name:
             raise errors.bad_request(
                 f"the name of the object ({merged_name}) does not match the name on the URL "
                 f"({name})"
             )
+        check_name_and_namespace(info, namespace, name, merged)
+        if body.duplicate and field_validation == validation.STRICT:
+            raise errors.bad_request(f"error strict decoding patch: {body.duplicate}")
+        if body.duplicate and warnings is not None and body.duplicate not in warnings.texts:
+            warnings.texts.append(body.duplicate)
         return merged
 
-    return apply
-
-
-def _gvk(info: ResourceInfo) -> str:
-    return f"{info.group}/{info.version}, Kind={info.kind}"
+    return applied

@@ -6,9 +6,17 @@ serves it is :class:`kubelite.api.subresources.ScaleREST`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from kubelite.api.catalogue import ResourceInfo, json_path_values
+from kubelite.api.fieldpath import FieldSet, Path
+from kubelite.api.managedfields import (
+    is_member,
+    raw_identity,
+    raw_order,
+    stored_entries,
+    touches,
+)
 from kubelite.api.stored import Obj
 
 #: The Scale kind, for what server-side apply to ``/scale`` needs of it (its type and schema).
@@ -85,3 +93,53 @@ def set_path(obj: Obj, path: str, value: Any) -> None:
             child = node[key] = {}
         node = child
     node[keys[-1]] = value
+
+
+# -- ownership of the replica count (apimachinery's ScaleHandler) --------------------------
+
+_SCALE_REPLICAS: Final = ("f:spec", "f:replicas")
+
+
+def _node_at(trie: dict[str, Any], path: Path) -> Any:
+    node: Any = trie
+    for element in path:
+        node = node.get(element) if isinstance(node, dict) else None
+    return node
+
+
+def _trie(path: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for element in reversed(path):
+        out = {element: out}
+    return out
+
+
+def to_scale_entries(parent: Any, replicas: Path) -> list[dict[str, Any]]:
+    """A Scale view's managedFields: every entry of the parent that owns its replica count,
+    owning the Scale's ``spec.replicas`` (apimachinery's ScaleHandler.ToSubresource)."""
+    return [
+        {**raw, "apiVersion": SCALE_INFO.group_version, "fieldsV1": _trie(_SCALE_REPLICAS)}
+        for raw in stored_entries(parent)
+        if is_member(_node_at(raw["fieldsV1"], replicas))
+    ]
+
+
+def from_scale_entries(
+    parent: Any, scale: Any, replicas: Path, api_version: str
+) -> list[dict[str, Any]]:
+    """The parent's managedFields after a write through its Scale view: the replica count is
+    owned by the Scale's owners of ``spec.replicas``, nobody else (ScaleHandler.ToParent)."""
+    path = FieldSet.of(replicas)
+    out: dict[str, dict[str, Any]] = {}
+    for raw in stored_entries(parent):
+        if touches(raw["fieldsV1"], path):
+            rest = FieldSet.from_fields_v1(raw["fieldsV1"]).difference(path)
+            if rest.empty():
+                continue
+            raw = {**raw, "fieldsV1": rest.to_fields_v1()}
+        out[raw_identity(raw)] = raw
+    for raw in stored_entries(scale):
+        if is_member(_node_at(raw["fieldsV1"], _SCALE_REPLICAS)):
+            mapped = {**raw, "apiVersion": api_version, "fieldsV1": _trie(replicas)}
+            out[raw_identity(mapped)] = mapped
+    return sorted(out.values(), key=raw_order)

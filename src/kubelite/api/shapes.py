@@ -43,11 +43,14 @@ _KEY_DEFAULTS: Final = {
     ("io.k8s.api.core.v1.EndpointPort", "protocol"): "TCP",
     ("io.k8s.api.discovery.v1.EndpointPort", "protocol"): "TCP",
 }
-#: Struct fields that Go declares as values, not pointers: the zero object of a kind has them
-#: (so an object created by POST does not own them as added; §2 of the spec).
+#: Struct fields that Go declares as values, not pointers, in the API types: the zero object of
+#: a kind has them (so an object created by POST does not own them as added; §2 of the spec).
+#: OpenAPI does not say which; these names are values wherever they occur, but for the pointers
+#: listed after them.
 _VALUE_STRUCTS: Final = frozenset(
     {"metadata", "spec", "status", "template", "strategy", "updateStrategy", "jobTemplate"}
 )
+_POINTER_STRUCTS: Final = frozenset({("io.k8s.api.core.v1.ReplicationControllerSpec", "template")})
 
 
 class Shape:
@@ -139,7 +142,8 @@ class Shape:
 
     def zero(self) -> dict[str, Any]:
         """The object a built-in kind's Go zero value encodes to: value-typed structs present,
-        required fields present (null when not structs). A create is compared with it."""
+        required fields present (null when not structs). A create is compared with it. Shared:
+        never change it."""
         if self._zero is None:
             out: dict[str, Any] = {}
             properties = self._raw.get("properties")
@@ -148,12 +152,16 @@ class Shape:
                 if sub is None:
                     continue
                 struct = sub.kind == MAP and not sub.atomic and bool(sub._raw.get("properties"))
-                if struct and (name in _VALUE_STRUCTS or name in self.required):
+                value = (
+                    name in _VALUE_STRUCTS and (self._field_owner(), name) not in _POINTER_STRUCTS
+                )
+                if struct and (value or name in self.required):
                     out[name] = sub.zero()
                 elif name in self.required:
                     out[name] = None
             self._zero = out
-        return dict(self._zero)
+        zero: dict[str, Any] = self._zero
+        return zero
 
 
 class _Factory:
@@ -239,7 +247,6 @@ def _builtin_factory() -> _Factory:
     return _Factory(load_schema_definitions())
 
 
-@functools.lru_cache(maxsize=512)
 def _custom_shape(schema_text: str) -> Shape:
     root_node = {**parse_schema(schema_text), "type": "object"}
     factory = _Factory({}, root_node)

@@ -54,6 +54,29 @@ def clone(obj: Obj) -> Obj:
     return copied
 
 
+def clone_value(value: Any) -> Any:
+    """A deep copy of any JSON value."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def same_content(new: Obj, current: Obj) -> bool:
+    """Whether an update's object is the stored one but for its resourceVersion and the order
+    of keys (kube compares canonical encodings, in which key order cannot differ). A boolean
+    never equals a number here (``True == 1`` in Python, not in JSON)."""
+    a, b = _without_version(new), _without_version(current)
+    if a != b:
+        return False  # the common case: a real change, found by one C-level comparison
+    sort = orjson.OPT_SORT_KEYS
+    return orjson.dumps(a, option=sort) == orjson.dumps(b, option=sort)
+
+
+def _without_version(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "resourceVersion" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+
+
 def encode(obj: Obj, info: ResourceInfo) -> bytes:
     """The stored bytes of ``obj``: at the kind's storage version, without resourceVersion."""
     body = (

@@ -12,7 +12,14 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.generic import GenericStore
 from kubelite.api.rest import Context, GetOptions, ObjectUpdate, Storage, WriteOptions
-from kubelite.api.scale import SCALE_INFO, scale_paths, set_path, to_scale
+from kubelite.api.scale import (
+    SCALE_INFO,
+    from_scale_entries,
+    scale_paths,
+    set_path,
+    to_scale,
+    to_scale_entries,
+)
 from kubelite.api.stored import clone
 from kubelite.api.strategy import Strategy
 
@@ -84,7 +91,7 @@ class ScaleREST:
                 raise errors.not_found(info.plural, info.group, name)
             scale = to_scale(current, info)
             spec_path = scale_paths(info)[0]
-            owners = managedfields.to_scale_entries(
+            owners = to_scale_entries(
                 current["metadata"].get("managedFields"), managedfields.dotted_path(spec_path)
             )
             if owners:  # what an apply to the Scale checks its conflicts against
@@ -99,7 +106,7 @@ class ScaleREST:
             set_path(parent, spec_path, _replicas(new, name))
             if opts.apply:  # the Scale's owners computed by the apply, mapped onto the parent
                 meta = parent["metadata"]
-                meta["managedFields"] = managedfields.from_scale_entries(
+                meta["managedFields"] = from_scale_entries(
                     meta.get("managedFields"),
                     (new.get("metadata") or {}).get("managedFields"),
                     managedfields.dotted_path(spec_path),

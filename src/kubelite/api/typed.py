@@ -28,7 +28,6 @@ __all__ = [
     "TypedError",
     "compare",
     "ensure_named_fields",
-    "item_element",
     "merge",
     "remove_items",
     "to_set",
@@ -198,9 +197,6 @@ class Comparison:
 
     def changed(self) -> FieldSet:
         return self.modified.union(self.added)
-
-    def empty(self) -> bool:
-        return self.added.empty() and self.modified.empty() and self.removed.empty()
 
     def without(self, reset: FieldSet) -> Comparison:
         """The comparison with the ``reset`` paths (and all below them) left out."""

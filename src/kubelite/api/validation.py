@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo, custom_schema, load_schema_definitions
-from kubelite.api.errors import APIError, Cause
+from kubelite.api.errors import APIError, Cause, go_quote
 
 __all__ = [
     "IGNORE",
@@ -90,8 +90,8 @@ def directive(query: dict[str, str], operation: str = "create") -> str:
 def invalid_directive(value: str, operation: str = "create") -> APIError:
     """422 Invalid for a ``fieldValidation`` value kube-apiserver does not know."""
     kind = _OPTIONS_KIND.get(operation, "CreateOptions")
-    supported = ", ".join(_go_quote(v) for v in _ALLOWED)
-    detail = f"Unsupported value: {_go_quote(value)}: supported values: {supported}"
+    supported = ", ".join(go_quote(v) for v in _ALLOWED)
+    detail = f"Unsupported value: {go_quote(value)}: supported values: {supported}"
     return APIError(
         422,
         "Invalid",
@@ -291,7 +291,7 @@ def strict_errors(
     field, except in ``metadata`` (always ObjectMeta). A body that is not JSON gives no errors:
     decoding it fails elsewhere.
     """
-    return [f"{kind} field {_go_quote(path)}" for kind, path in _find(info, body, schema)]
+    return [f"{kind} field {go_quote(path)}" for kind, path in _find(info, body, schema)]
 
 
 def unknown_fields(
@@ -311,7 +311,7 @@ def _texts(fields: Iterable[str]) -> Iterator[str]:
         if item.startswith(("unknown field ", "duplicate field ")):
             yield item
         else:
-            yield f"unknown field {_go_quote(item)}"
+            yield f"unknown field {go_quote(item)}"
 
 
 def field_validation_error(
@@ -334,7 +334,7 @@ def field_validation_error(
     return APIError(
         400,
         "BadRequest",
-        f"{kind} in version {_go_quote(version)} cannot be handled as a {info.kind}: {detail}",
+        f"{kind} in version {go_quote(version)} cannot be handled as a {info.kind}: {detail}",
     )
 
 
@@ -344,7 +344,7 @@ def patch_validation_error(patched: dict[str, Any], fields: Iterable[str]) -> AP
     (for strategic merge, Go prints the *patch* map with ``%+v`` instead; we print JSON)."""
     detail = "strict decoding error: " + ", ".join(_texts(fields))
     value = json.dumps(patched, separators=(",", ":"), ensure_ascii=False)
-    message = f"Invalid value: {_go_quote(value)}: {detail}"
+    message = f"Invalid value: {go_quote(value)}: {detail}"
     return APIError(
         422,
         "Invalid",
@@ -378,28 +378,3 @@ def warning_headers(warnings: Iterable[str]) -> list[tuple[bytes, bytes]]:
 def _warning_value(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'299 - "{escaped}"'
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``strconv.Quote`` (``%q``) for the texts that occur here: printable characters as
-    they are, ``"`` and ``\\`` escaped, control characters as ``\\n``, ``\\t``, ``\\x00``...."""
-    out = ['"']
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        elif not ch.isprintable() and ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        elif not ch.isprintable():
-            out.append(f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)

@@ -17,7 +17,7 @@ import orjson
 
 from kubelite.api import deletion, errors, validation
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import Cause
+from kubelite.api.errors import Cause, go_quote
 from kubelite.api.listing import ListOptions
 from kubelite.api.objectmeta import replacement
 from kubelite.api.patching import APPLY_PATCH, apply_update, decode_apply, patch_update
@@ -167,8 +167,7 @@ async def patch(request: Request, send: Send, target: Target) -> None:
     if content_type not in PATCH_TYPES:
         raise errors.unsupported_media_type(list(PATCH_TYPES))
     applying = content_type == APPLY_PATCH
-    force = _force(request, applying)
-    manager = _field_manager(request, "PatchOptions", applying)
+    force, manager = _patch_options(request, applying)
     mode = validation.directive(request.query, "patch")
     warnings = Warnings()
     dry_run = _dry_run(request)
@@ -176,13 +175,14 @@ async def patch(request: Request, send: Send, target: Target) -> None:
     if applying:
         storage = target.storage
         applied_kind = target.object_info or getattr(storage, "apply_info", None)
-        if applied_kind is None:
-            raise errors.unsupported_media_type(list(PATCH_TYPES[:3]))
-        config = decode_apply(await request.body(), mode, warnings)
+        if applied_kind is None:  # a view without a schema of its own (a TokenRequest...)
+            raise errors.unsupported_media_type([t for t in PATCH_TYPES if t != APPLY_PATCH])
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
         patched = apply_update(
-            applied_kind, target.namespace, target.name, config, manager,
-            force=force, subresource=request.info.subresource, reset=reset,
+            applied_kind, target.namespace, target.name,
+            decode_apply(await request.body(), mode), manager,
+            force=force, field_validation=mode, warnings=warnings,
+            subresource=request.info.subresource, reset=reset,
         )  # fmt: skip
     else:
         patched = patch_update(
@@ -245,30 +245,38 @@ def _watch_timeout(query: dict[str, str]) -> float:
     return float(seconds) if seconds > 0 else random.uniform(1800, 3600)
 
 
-def _force(request: Request, applying: bool) -> bool:
-    """PatchOptions.force: only for apply; ``0`` and ``false`` (any case) are false."""
-    value = request.query.get("force")
-    if value is None:
-        return False
-    if not applying:
-        raise errors.invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            [Cause("FieldValueForbidden", "Forbidden: may not be specified for non-apply patch",
-                   "force")],
-        )  # fmt: skip
-    return not (value == "0" or value.lower() == "false")
-
-
-def _field_manager(request: Request, options: str, applying: bool = False) -> str:
-    """The manager a write is recorded under: ``fieldManager`` (validated; required for an
-    apply), else the User-Agent up to its first ``/`` (kube's managerOrUserAgent)."""
-    name = request.query.get("fieldManager", "")
+def _patch_options(request: Request, applying: bool) -> tuple[bool, str]:
+    """PatchOptions: ``force`` (only for an apply; ``0`` and ``false``, any case, are false)
+    and the field manager, every problem in one 422 as kube's ValidatePatchOptions gives."""
     causes: list[Cause] = []
+    value = request.query.get("force")
+    if value is not None and not applying:
+        forbidden = "Forbidden: may not be specified for non-apply patch"
+        causes.append(Cause("FieldValueForbidden", forbidden, "force"))
+    name = request.query.get("fieldManager", "")
     if applying and not name:
         causes.append(Cause("FieldValueRequired", "Required value: is required for apply patch",
                             "fieldManager"))  # fmt: skip
+    causes += _manager_causes(name)
+    if causes:
+        raise errors.invalid("PatchOptions", "meta.k8s.io", "", causes)
+    force = value is not None and not (value == "0" or value.lower() == "false")
+    return force, name or _user_agent_prefix(request)
+
+
+def _field_manager(request: Request, options: str) -> str:
+    """The manager a create or update is recorded under: ``fieldManager`` (validated), else
+    the User-Agent up to its first ``/`` (kube's managerOrUserAgent)."""
+    name = request.query.get("fieldManager", "")
+    causes = _manager_causes(name)
+    if causes:
+        raise errors.invalid(options, "meta.k8s.io", "", causes)
+    return name or _user_agent_prefix(request)
+
+
+def _manager_causes(name: str) -> list[Cause]:
+    """apimachinery's ValidateFieldManager: at most 128 bytes, printable characters only."""
+    causes: list[Cause] = []
     if len(name.encode()) > MAX_FIELD_MANAGER:
         causes.append(Cause("FieldValueTooLong",
                             f"Too long: may not be more than {MAX_FIELD_MANAGER} bytes",
@@ -279,16 +287,17 @@ def _field_manager(request: Request, options: str, applying: bool = False) -> st
             causes.append(
                 Cause(
                     "FieldValueInvalid",
-                    f"Invalid value: {orjson.dumps(name).decode()}: invalid character "
-                    f"U+{ord(char):04X} (at position {position})",
+                    f"Invalid value: {go_quote(name)}: invalid character U+{ord(char):04X} "
+                    f"(at position {position})",
                     "fieldManager",
                 )
             )
         position += len(char.encode())
-    if causes:
-        raise errors.invalid(options, "meta.k8s.io", "", causes)
-    if name:
-        return str(name)
+    return causes
+
+
+def _user_agent_prefix(request: Request) -> str:
+    """The User-Agent up to its first ``/``, printable characters only, at most 128 bytes."""
     prefix = ""
     for char in request.headers.get("user-agent", "").split("/")[0]:
         if not char.isprintable():
