@@ -35,7 +35,7 @@ from kubelite.api.managedfields import (
     zero,
 )
 from kubelite.api.shapes import Shape, shape_of
-from kubelite.api.stored import clone, now
+from kubelite.api.stored import clone, now, same_content
 from kubelite.api.typed import (
     MISSING,
     TypedError,
@@ -78,30 +78,33 @@ def apply(
     not exist yet), with its managedFields; neither argument is changed, and the result shares
     nothing with them. Raises the 409 of the conflicts (unless ``force``), the 400s of a
     configuration of another type or with managedFields, :class:`BadConfiguration`, and
-    ValueError for a live object the shape cannot walk."""
+    ValueError for a live object the shape cannot walk. Entries of the live object that do not
+    decode are dropped (it was stored before fields were tracked)."""
     shape = shape_of(info)
-    _check_config(info, config, shape)
+    _check_config(info, config)
     try:
-        to_set(config, shape)
+        config_set = to_set(config, shape)
     except TypedError as exc:
         raise BadConfiguration(str(exc)) from None
+    if reset is not None:
+        config_set = config_set.recursive_difference(reset)
     base = live if live is not None else {}
     try:
         managed = decode((base.get("metadata") or {}).get("managedFields"))
-    except BadManagedFields as exc:
-        raise errors.internal(f"failed to decode managed fields: {exc}") from None
+    except BadManagedFields:
+        managed = {}  # stored before fields were tracked, as a client sent them: start over
     if not managed and live is not None:
         managed = updated({}, zero(info, shape), comparable(live), shape, info.group_version,
                           BEFORE_FIRST_APPLY, subresource, reset)  # fmt: skip
     applier = Entry(manager, APPLY, info.group_version, subresource, None, FieldSet())
     try:
-        merged, managed = _applied(base, config, managed, applier, shape, force, reset)
+        merged, managed = _applied(base, config, config_set, managed, applier, shape, force, reset)
     except _Conflicts as conflicts:
         allowed = _allowed_by_last_applied(manager, base, shape) if manager == "kubectl" else None
         remaining = [c for c in conflicts.found if allowed is None or not allowed.has(c.path)]
         if remaining:
             raise _conflict_error(remaining) from None
-        merged, managed = _applied(base, config, managed, applier, shape, True, reset)
+        merged, managed = _applied(base, config, config_set, managed, applier, shape, True, reset)
     merged = clone(merged)  # nothing shared with the live object or the configuration
     if manager == "kubectl":
         _update_last_applied(merged, config)
@@ -115,7 +118,7 @@ class _Conflicts(Exception):
         self.found = found
 
 
-def _check_config(info: ResourceInfo, config: dict[str, Any], shape: Shape) -> None:
+def _check_config(info: ResourceInfo, config: dict[str, Any]) -> None:
     version, kind = config.get("apiVersion") or "", config.get("kind") or ""
     if version != info.group_version or kind != info.kind:
         group, _, ver = str(version).rpartition("/")
@@ -128,16 +131,15 @@ def _check_config(info: ResourceInfo, config: dict[str, Any], shape: Shape) -> N
 def _applied(
     live: dict[str, Any],
     config: dict[str, Any],
+    config_set: FieldSet,
     managed: Managed,
     applier: Entry,
     shape: Shape,
     force: bool,
     reset: FieldSet | None,
 ) -> tuple[dict[str, Any], Managed]:
-    """structured-merge-diff's ``Updater.Apply``: merge, prune, then the conflicts."""
-    config_set = to_set(config, shape)
-    if reset is not None:
-        config_set = config_set.recursive_difference(reset)
+    """structured-merge-diff's ``Updater.Apply``: merge, prune, then the conflicts;
+    ``config_set`` is what the configuration sets, reset fields left out."""
     merged = merge(live, config, shape)
     merged = {} if merged is MISSING else merged
     last = managed.get(applier.identity)
@@ -165,7 +167,7 @@ def _applied(
         raise _Conflicts(found)
     mine.fields = mine.fields.difference(STRIPPED)
     if not mine.fields.empty():
-        if comparable(merged) != comparable(live):
+        if not same_content(comparable(merged), comparable(live)):
             mine.time = now()
         out[mine.identity] = mine
     return merged, out

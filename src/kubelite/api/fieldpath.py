@@ -370,6 +370,7 @@ def _json_float(number: float) -> str:
 
 # -- ordering and printing ---------------------------------------------------------------------
 
+
 def sort_key(element: str) -> tuple[Any, ...]:
     """structured-merge-diff's order: fields (by name), then keys, then values, then indexes."""
     kind, payload = element[0], element[2:]
