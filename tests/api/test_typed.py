@@ -1217,12 +1217,26 @@ def _reordered(value: Any) -> Any:
     return value
 
 
-@given(CONFIGS, CONFIGS)
-def test_compare_finds_a_change_exactly_when_there_is_one(
-    x: dict[str, Any], y: dict[str, Any]
-) -> None:
+@given(CONFIGS, st.sampled_from(["numeric", "string", "bool", "inner"]))
+def test_compare_finds_a_changed_leaf_and_nothing_else(x: dict[str, Any], name: str) -> None:
     assert _nothing(typed.compare(x, _reordered(x), WIDGET))
-    assert _nothing(typed.compare(x, y, WIDGET)) == (_canonical(x) == _canonical(y))
+    y = json.loads(json.dumps(x))
+    path = P(name, "value") if name == "inner" else P(name)
+    if name == "inner":
+        y["inner"] = {"value": (x.get("inner") or {"value": 0})["value"] + 1}
+    elif name == "numeric":
+        y[name] = 1 + x.get(name, 0)
+    elif name == "string":
+        y[name] = f"{x.get(name)}!"
+    else:
+        y[name] = not x.get(name, False)
+    got = typed.compare(x, y, WIDGET)
+    if name in x:
+        assert (got.added, got.modified, got.removed) == (S(), S(path), S())
+    else:  # a field that appears: it is added, as is the struct that holds it
+        assert got.modified == S()
+        assert got.removed == S()
+        assert path in set(got.added.paths())
 
 
 @given(CONFIGS, CONFIGS)

@@ -23,6 +23,7 @@ from kubelite.api.kinds import core, namespaces, platform, reviews, workloads
 from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
 from kubelite.api.kinds.custom import CustomResourceStrategy
 from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
+from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
@@ -36,7 +37,7 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     **workloads.STRATEGIES,
     **platform.STRATEGIES,
 }
-DEFAULT_STRATEGY = Strategy()
+DEFAULT_STRATEGY = BuiltinStrategy()
 
 
 def standard_storages(info: ResourceInfo, strategy: Strategy, backing: Backing) -> Storages:

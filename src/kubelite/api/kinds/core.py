@@ -15,6 +15,7 @@ from kubelite.api.admission import CREATE, Attributes
 from kubelite.api.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.names import label_errors
 from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
@@ -26,7 +27,7 @@ from kubelite.api.subresources import generic_subresources
 Obj = dict[str, Any]
 
 
-class PodStrategy(Strategy):
+class PodStrategy(BuiltinStrategy):
     """Pods: generation moves on spec changes (1.33+), DELETE answers the pod, and /status
     cannot touch ownerReferences (kube guards them against old kubelets)."""
 
@@ -38,7 +39,7 @@ class PodStrategy(Strategy):
         )
 
 
-class ServiceStrategy(Strategy):
+class ServiceStrategy(BuiltinStrategy):
     """Services: DNS-1123 label names, create-on-update, DELETE answers the Service, and the
     defaults clients read back (type ClusterIP, sessionAffinity None, port protocol TCP and
     targetPort = port)."""
@@ -50,6 +51,7 @@ class ServiceStrategy(Strategy):
         return label_errors(name)
 
     def default(self, info: ResourceInfo, obj: Obj) -> None:
+        super().default(info, obj)
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
             return
@@ -61,11 +63,12 @@ class ServiceStrategy(Strategy):
                 port.setdefault("targetPort", port.get("port"))
 
 
-class SecretStrategy(Strategy):
+class SecretStrategy(BuiltinStrategy):
     """Secrets: ``type`` defaults to Opaque, and an update that leaves it empty keeps the
     stored one."""
 
     def default(self, info: ResourceInfo, obj: Obj) -> None:
+        super().default(info, obj)
         if not obj.get("type"):
             obj["type"] = "Opaque"
 
@@ -75,14 +78,14 @@ class SecretStrategy(Strategy):
         super().prepare_for_update(info, new, old)
 
 
-class NodeStrategy(Strategy):
+class NodeStrategy(BuiltinStrategy):
     """Nodes: the status sent on create is kept (kubelets register with it)."""
 
     def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
         pass
 
 
-class ReplicationControllerStrategy(Strategy):
+class ReplicationControllerStrategy(BuiltinStrategy):
     """ReplicationControllers: generation on spec changes; deleting one at v1 (its only
     version) orphans its pods unless the request says otherwise."""
 
@@ -93,7 +96,7 @@ class ReplicationControllerStrategy(Strategy):
         return ORPHAN_DEPENDENTS if info.version == "v1" else super().default_gc_policy(info)
 
 
-class EventStrategy(Strategy):
+class EventStrategy(BuiltinStrategy):
     """Events (core and events.k8s.io share it): create-on-update, and never a
     garbage-collection finalizer."""
 
@@ -112,13 +115,13 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "replicationcontrollers"): ReplicationControllerStrategy(),
     ("", "events"): EventStrategy(),
     ("events.k8s.io", "events"): EventStrategy(),
-    ("", "endpoints"): Strategy(allow_create_on_update=True),
-    ("", "limitranges"): Strategy(allow_create_on_update=True),
-    ("", "serviceaccounts"): Strategy(returns_deleted_object=True),
-    ("", "resourcequotas"): Strategy(returns_deleted_object=True),
-    ("", "persistentvolumes"): Strategy(returns_deleted_object=True),
-    ("", "persistentvolumeclaims"): Strategy(returns_deleted_object=True),
-    ("", "podtemplates"): Strategy(tracks_generation=True, returns_deleted_object=True),
+    ("", "endpoints"): BuiltinStrategy(allow_create_on_update=True),
+    ("", "limitranges"): BuiltinStrategy(allow_create_on_update=True),
+    ("", "serviceaccounts"): BuiltinStrategy(returns_deleted_object=True),
+    ("", "resourcequotas"): BuiltinStrategy(returns_deleted_object=True),
+    ("", "persistentvolumes"): BuiltinStrategy(returns_deleted_object=True),
+    ("", "persistentvolumeclaims"): BuiltinStrategy(returns_deleted_object=True),
+    ("", "podtemplates"): BuiltinStrategy(tracks_generation=True, returns_deleted_object=True),
 }
 
 
@@ -257,7 +260,7 @@ def pod_storages(info: ResourceInfo, backing: Backing) -> Storages:
 
 def read_only_storages(info: ResourceInfo, backing: Backing) -> Storages:
     """A resource clients may only read (ComponentStatus: get, list and watch)."""
-    return {"": ReadsOf(GenericStore(info, Strategy(), backing))}
+    return {"": ReadsOf(GenericStore(info, BuiltinStrategy(), backing))}
 
 
 def service_account_lookup(registry: Registry, catalogue: Catalogue) -> AccountLookup:

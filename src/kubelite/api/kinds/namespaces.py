@@ -26,6 +26,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.deletion import gc_finalizers
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.names import label_errors
 from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
@@ -36,7 +37,7 @@ from kubelite.api.rest import (
     WriteOptions,
 )
 from kubelite.api.stored import clone, now
-from kubelite.api.strategy import StatusStrategy, Strategy, keep_generation, keep_stored
+from kubelite.api.strategy import StatusStrategy, keep_generation, keep_stored
 from kubelite.api.subresources import StatusREST, UpdateThrough
 
 Obj = dict[str, Any]
@@ -59,7 +60,7 @@ def deletion_held(obj: Obj) -> bool:
     return bool((obj.get("spec") or {}).get("finalizers"))
 
 
-class NamespaceStrategy(Strategy):
+class NamespaceStrategy(BuiltinStrategy):
     def __init__(self) -> None:
         super().__init__(returns_deleted_object=True)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.strategy import STATUS_KEEPS_METADATA, Strategy, content_changed
 
 Obj = dict[str, Any]
 
 
-class EndpointSliceStrategy(Strategy):
+class EndpointSliceStrategy(BuiltinStrategy):
     """EndpointSlices: generation moves on any change outside metadata, or a label change."""
 
     def __init__(self) -> None:
@@ -25,7 +26,7 @@ class EndpointSliceStrategy(Strategy):
         return content_changed(old, new) or labels_before != (new["metadata"].get("labels") or {})
 
 
-class FirstGenerationOnly(Strategy):
+class FirstGenerationOnly(BuiltinStrategy):
     """PriorityClasses: generation 1 on create, never moved afterwards."""
 
     def __init__(self) -> None:
@@ -35,7 +36,7 @@ class FirstGenerationOnly(Strategy):
         return False
 
 
-class CSIDriverStrategy(Strategy):
+class CSIDriverStrategy(BuiltinStrategy):
     """CSIDrivers: no generation on create, but spec changes move it (from 0)."""
 
     def __init__(self) -> None:
@@ -52,11 +53,11 @@ class CSIDriverStrategy(Strategy):
             new["metadata"].pop("generation", None)
 
 
-_GENERATION = Strategy(tracks_generation=True)
-_GENERATION_CONDITIONAL = Strategy(tracks_generation=True, allow_unconditional_update=False)
-_CREATE_ON_UPDATE = Strategy(allow_create_on_update=True)
-_RETURNS_DELETED = Strategy(returns_deleted_object=True)
-_CONDITIONAL = Strategy(allow_unconditional_update=False)
+_GENERATION = BuiltinStrategy(tracks_generation=True)
+_GENERATION_CONDITIONAL = BuiltinStrategy(tracks_generation=True, allow_unconditional_update=False)
+_CREATE_ON_UPDATE = BuiltinStrategy(allow_create_on_update=True)
+_RETURNS_DELETED = BuiltinStrategy(returns_deleted_object=True)
+_CONDITIONAL = BuiltinStrategy(allow_unconditional_update=False)
 _ADMISSION = "admissionregistration.k8s.io"
 _FLOWCONTROL = "flowcontrol.apiserver.k8s.io"
 _RBAC = "rbac.authorization.k8s.io"
@@ -68,7 +69,7 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("discovery.k8s.io", "endpointslices"): EndpointSliceStrategy(),
     (_ADMISSION, "validatingwebhookconfigurations"): _GENERATION_CONDITIONAL,
     (_ADMISSION, "mutatingwebhookconfigurations"): _GENERATION_CONDITIONAL,
-    (_ADMISSION, "validatingadmissionpolicies"): Strategy(
+    (_ADMISSION, "validatingadmissionpolicies"): BuiltinStrategy(
         tracks_generation=True,
         allow_unconditional_update=False,
         status_keeps=STATUS_KEEPS_METADATA,
@@ -76,35 +77,35 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     (_ADMISSION, "validatingadmissionpolicybindings"): _GENERATION_CONDITIONAL,
     (_ADMISSION, "mutatingadmissionpolicies"): _GENERATION_CONDITIONAL,
     (_ADMISSION, "mutatingadmissionpolicybindings"): _GENERATION_CONDITIONAL,
-    (_FLOWCONTROL, "flowschemas"): Strategy(
+    (_FLOWCONTROL, "flowschemas"): BuiltinStrategy(
         tracks_generation=True, status_keeps=(*STATUS_KEEPS_METADATA, "generateName")
     ),
-    (_FLOWCONTROL, "prioritylevelconfigurations"): Strategy(
+    (_FLOWCONTROL, "prioritylevelconfigurations"): BuiltinStrategy(
         tracks_generation=True, status_keeps=(*STATUS_KEEPS_METADATA, "generateName")
     ),
-    ("resource.k8s.io", "deviceclasses"): Strategy(
+    ("resource.k8s.io", "deviceclasses"): BuiltinStrategy(
         tracks_generation=True, returns_deleted_object=True
     ),
-    ("resource.k8s.io", "resourceclaims"): Strategy(
+    ("resource.k8s.io", "resourceclaims"): BuiltinStrategy(
         returns_deleted_object=True, status_keeps=STATUS_KEEPS_METADATA
     ),
     ("resource.k8s.io", "resourceclaimtemplates"): _RETURNS_DELETED,
-    ("resource.k8s.io", "resourceslices"): Strategy(
+    ("resource.k8s.io", "resourceslices"): BuiltinStrategy(
         tracks_generation=True, returns_deleted_object=True
     ),
-    ("resource.k8s.io", "devicetaintrules"): Strategy(
+    ("resource.k8s.io", "devicetaintrules"): BuiltinStrategy(
         tracks_generation=True,
         allow_unconditional_update=False,
         status_keeps=STATUS_KEEPS_METADATA,
     ),
     ("storage.k8s.io", "storageclasses"): _RETURNS_DELETED,
-    ("storage.k8s.io", "volumeattachments"): Strategy(
+    ("storage.k8s.io", "volumeattachments"): BuiltinStrategy(
         allow_unconditional_update=False,
         returns_deleted_object=True,
         status_keeps=STATUS_KEEPS_METADATA,
     ),
     ("storage.k8s.io", "csidrivers"): CSIDriverStrategy(),
-    ("storage.k8s.io", "csinodes"): Strategy(
+    ("storage.k8s.io", "csinodes"): BuiltinStrategy(
         allow_unconditional_update=False, returns_deleted_object=True
     ),
     ("storage.k8s.io", "csistoragecapacities"): _CONDITIONAL,
@@ -113,14 +114,14 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     (_RBAC, "clusterroles"): _CREATE_ON_UPDATE,
     (_RBAC, "rolebindings"): _CREATE_ON_UPDATE,
     (_RBAC, "clusterrolebindings"): _CREATE_ON_UPDATE,
-    ("coordination.k8s.io", "leases"): Strategy(
+    ("coordination.k8s.io", "leases"): BuiltinStrategy(
         allow_create_on_update=True, allow_unconditional_update=False
     ),
     ("scheduling.k8s.io", "priorityclasses"): FirstGenerationOnly(),
-    ("node.k8s.io", "runtimeclasses"): Strategy(
+    ("node.k8s.io", "runtimeclasses"): BuiltinStrategy(
         allow_create_on_update=True, allow_unconditional_update=False
     ),
-    ("apiregistration.k8s.io", "apiservices"): Strategy(
+    ("apiregistration.k8s.io", "apiservices"): BuiltinStrategy(
         allow_unconditional_update=False, status_keeps=STATUS_KEEPS_METADATA
     ),
 }

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.strategy import ORPHAN_DEPENDENTS, Strategy, spec_changed
 
 Obj = dict[str, Any]
 
 
-class DeploymentStrategy(Strategy):
+class DeploymentStrategy(BuiltinStrategy):
     """Deployments: generation moves on spec **or annotation** changes (rollbacks and pauses are
     annotations to the controller), and /status cannot change labels either."""
 
@@ -24,7 +25,7 @@ class DeploymentStrategy(Strategy):
         return spec_changed(old, new) or annotations_before != annotations_after
 
 
-class JobStrategy(Strategy):
+class JobStrategy(BuiltinStrategy):
     """Jobs: deleting one at batch/v1 orphans its pods unless the request says otherwise."""
 
     def __init__(self) -> None:
@@ -38,14 +39,14 @@ class JobStrategy(Strategy):
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("apps", "deployments"): DeploymentStrategy(),
-    ("apps", "replicasets"): Strategy(tracks_generation=True),
-    ("apps", "statefulsets"): Strategy(tracks_generation=True),
-    ("apps", "daemonsets"): Strategy(tracks_generation=True),
+    ("apps", "replicasets"): BuiltinStrategy(tracks_generation=True),
+    ("apps", "statefulsets"): BuiltinStrategy(tracks_generation=True),
+    ("apps", "daemonsets"): BuiltinStrategy(tracks_generation=True),
     ("batch", "jobs"): JobStrategy(),
-    ("batch", "cronjobs"): Strategy(tracks_generation=True),
+    ("batch", "cronjobs"): BuiltinStrategy(tracks_generation=True),
     # HPAGeneration (on by default) gives HorizontalPodAutoscalers a generation.
-    ("autoscaling", "horizontalpodautoscalers"): Strategy(tracks_generation=True),
-    ("policy", "poddisruptionbudgets"): Strategy(
+    ("autoscaling", "horizontalpodautoscalers"): BuiltinStrategy(tracks_generation=True),
+    ("policy", "poddisruptionbudgets"): BuiltinStrategy(
         tracks_generation=True, allow_unconditional_update=False
     ),
 }
