@@ -19,7 +19,16 @@ from collections.abc import Callable
 from kubelite.api.authn import ServiceAccountTokens, User
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore
-from kubelite.api.kinds import core, namespaces, platform, reviews, workloads
+from kubelite.api.kinds import (
+    core,
+    defaults,
+    namespaces,
+    platform,
+    reviews,
+    rules,
+    validation,
+    workloads,
+)
 from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
 from kubelite.api.kinds.custom import CustomResourceStrategy
 from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
@@ -38,6 +47,11 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     **platform.STRATEGIES,
 }
 DEFAULT_STRATEGY = BuiltinStrategy()
+
+for _module in defaults.MODULES:
+    rules.register(defaulters=_module.DEFAULTERS)
+for _module in validation.MODULES:
+    rules.register(validators=_module.VALIDATORS)
 
 
 def standard_storages(info: ResourceInfo, strategy: Strategy, backing: Backing) -> Storages:

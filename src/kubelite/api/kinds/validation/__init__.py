@@ -1,0 +1,16 @@
+"""Built-in kinds' validation (kube-apiserver's ``Validate*``), one module per kind family, each
+exporting ``VALIDATORS`` (see :mod:`kubelite.api.kinds.rules`)."""
+
+from __future__ import annotations
+
+from kubelite.api.kinds.validation import (
+    batch,
+    configdata,
+    networking,
+    pods,
+    rbac,
+    services,
+    workloads,
+)
+
+MODULES = (pods, configdata, workloads, services, batch, networking, rbac)

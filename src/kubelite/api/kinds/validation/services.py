@@ -1,0 +1,7 @@
+"""Validation: Service (ValidateService: ports, type rules, clusterIP immutability)."""
+
+from __future__ import annotations
+
+from kubelite.api.kinds.rules import Kind, Validator
+
+VALIDATORS: dict[Kind, Validator] = {}
