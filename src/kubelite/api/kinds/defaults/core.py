@@ -1,4 +1,5 @@
-"""Defaults: core/v1 kinds other than pods and services: PersistentVolumeClaim, PersistentVolume, Secret (stringData), ConfigMap, Namespace, ... (pkg/apis/core/v1/defaults.go)."""
+"""Defaults: core/v1 kinds other than pods and services: PersistentVolumeClaim, PersistentVolume,
+Secret (stringData), ConfigMap, Namespace, ... (pkg/apis/core/v1/defaults.go)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Defaults: networking.k8s.io/v1: Ingress, NetworkPolicy, IngressClass (pkg/apis/networking/v1/defaults.go)."""
+"""Defaults: networking.k8s.io/v1: Ingress, NetworkPolicy, IngressClass
+(pkg/apis/networking/v1/defaults.go)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Defaults: the other groups: autoscaling (HPA), policy (PodDisruptionBudget), rbac (subjects), storage, scheduling, ... (their defaults.go)."""
+"""Defaults: the other groups: autoscaling (HPA), policy (PodDisruptionBudget), rbac (subjects),
+storage, scheduling, ... (their defaults.go)."""
 
 from __future__ import annotations
 

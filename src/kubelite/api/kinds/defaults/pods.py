@@ -1,4 +1,5 @@
-"""Defaults: Pods and pod templates (core/v1 SetDefaults_Pod, SetDefaults_PodSpec, SetDefaults_Container...), and the workloads' templates through them."""
+"""Defaults: Pods and pod templates (core/v1 SetDefaults_Pod, SetDefaults_PodSpec,
+SetDefaults_Container...), and the workloads' templates through them."""
 
 from __future__ import annotations
 

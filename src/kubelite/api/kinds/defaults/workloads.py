@@ -1,4 +1,5 @@
-"""Defaults: apps/v1: Deployment, ReplicaSet, StatefulSet, DaemonSet (pkg/apis/apps/v1/defaults.go)."""
+"""Defaults: apps/v1: Deployment, ReplicaSet, StatefulSet, DaemonSet
+(pkg/apis/apps/v1/defaults.go)."""
 
 from __future__ import annotations
 

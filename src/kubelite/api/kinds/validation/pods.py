@@ -1,4 +1,5 @@
-"""Validation: Pod spec validation (pkg/apis/core/validation: ValidatePodSpec, containers, volumes, ports, resources, probes), shared by every pod template."""
+"""Validation: Pod spec validation (pkg/apis/core/validation: ValidatePodSpec, containers, volumes,
+ports, resources, probes), shared by every pod template."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Validation: apps/v1 workloads: selector required and matching the template, immutable selector, replicas (pkg/apis/apps/validation)."""
+"""Validation: apps/v1 workloads: selector required and matching the template, immutable selector,
+replicas (pkg/apis/apps/validation)."""
 
 from __future__ import annotations
 
