@@ -68,7 +68,10 @@ DEPLOYMENT = {
     "metadata": {"name": "d"},
     "spec": {
         "selector": {"matchLabels": {"a": "b"}},
-        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+        "template": {
+            "metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        },
     },
 }
 
@@ -78,7 +81,9 @@ async def test_mutating_plugins_see_defaults_and_their_changes_count(
 ) -> None:
     registry, recorder = seam
     services = info(catalogue, "", "v1", "services")
-    await registry.create(services, "default", {"metadata": {"name": "s"}, "spec": {}})
+    await registry.create(
+        services, "default", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    )
     operation, seen, _ = recorder.admitted[-1]
     assert operation == CREATE
     assert seen is not None

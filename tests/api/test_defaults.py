@@ -30,8 +30,9 @@ async def test_secret_type_defaults_to_opaque(registry: Registry) -> None:
     assert info is not None
     made = await registry.create(info, "default", {"metadata": {"name": "s"}})
     assert made["type"] == "Opaque"
+    tls = {"tls.crt": "Y3J0", "tls.key": "a2V5"}
     typed = await registry.create(
-        info, "default", {"metadata": {"name": "t"}, "type": "kubernetes.io/tls"}
+        info, "default", {"metadata": {"name": "t"}, "type": "kubernetes.io/tls", "data": tls}
     )
     assert typed["type"] == "kubernetes.io/tls"
     updated, _ = await registry.update(info, "default", "s", {"metadata": {"name": "s"}})

@@ -64,7 +64,7 @@ class Cluster:
 
 def cluster_on(store: Store, catalogue: Catalogue) -> Cluster:
     registry = new_registry(store, catalogue)
-    registry.admission.validating.append(
+    registry.admission.mutating.append(
         NamespaceLifecycleAdmission(registry, namespace_info(catalogue))
     )
     controller = NamespaceController(
@@ -93,7 +93,10 @@ async def make(lc: Cluster, group: str, plural: str, ns: str, name: str, **extra
     if plural == "deployments":
         body["spec"] = {
             "selector": {"matchLabels": {"a": "b"}},
-            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
         }
     return await lc.registry.create(info, ns, body)
 

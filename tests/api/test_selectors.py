@@ -6,12 +6,23 @@ The expected label-selector errors were checked against apimachinery itself (kub
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
+from kubelite.api.errors import APIError
+from kubelite.api.kinds.crds import infos as crd_infos
 from kubelite.api.selectors import (
+    NOT_KNOWN,
+    FieldLabel,
     FieldSelector,
+    Selection,
     SelectorError,
+    for_kind,
+    json_path_keys,
     object_fields,
+    object_matcher,
     parse_field_selector,
     parse_label_selector,
 )
@@ -321,3 +332,187 @@ def test_empty_field_selector_matches_everything(selector: str) -> None:
     assert parsed.matches({})
     assert parsed.matches(FIELDS)
     assert parsed.exact_name() is None
+
+
+# --- field labels per kind -----------------------------------------------------------------------
+
+CATALOGUE = load_builtin_catalogue()
+
+
+def kind(group: str, version: str, plural: str) -> ResourceInfo:
+    info = CATALOGUE.lookup(group, version, plural)
+    assert info is not None
+    return info
+
+
+def bound(info: ResourceInfo, field_text: str, label_text: str = "") -> Selection:
+    selection = object_matcher(label_text, field_text)
+    assert isinstance(selection, Selection)
+    matcher = for_kind(selection, info.field_labels, info.field_label_error)
+    assert isinstance(matcher, Selection)
+    return matcher
+
+
+def refusal(info: ResourceInfo, field_text: str) -> str:
+    with pytest.raises(APIError) as caught:
+        bound(info, field_text)
+    assert caught.value.code == 400
+    return caught.value.message
+
+
+def labels_of(info: ResourceInfo) -> list[str]:
+    return [label.name for label in info.field_labels]
+
+
+def test_each_kind_declares_kubes_labels() -> None:
+    assert labels_of(kind("", "v1", "pods")) == [
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
+        "spec.host",
+    ]
+    assert labels_of(kind("", "v1", "nodes")) == ["metadata.name", "spec.unschedulable"]
+    assert labels_of(kind("", "v1", "namespaces")) == ["status.phase", "metadata.name"]
+    assert "type" in labels_of(kind("", "v1", "secrets"))
+    assert "status.replicas" in labels_of(kind("", "v1", "replicationcontrollers"))
+    assert "status.successful" in labels_of(kind("batch", "v1", "jobs"))
+    csr = kind("certificates.k8s.io", "v1", "certificatesigningrequests")
+    assert labels_of(csr) == ["metadata.name", "spec.signerName"]
+    core_events = labels_of(kind("", "v1", "events"))
+    assert {"involvedObject.uid", "reportingComponent", "source", "type"} <= set(core_events)
+    events = labels_of(kind("events.k8s.io", "v1", "events"))
+    assert {"regarding.name", "reportingController", "source"} <= set(events)
+    assert not any(label.startswith("involvedObject.") for label in events)
+    # no conversion of their own: runtime's default pair and text
+    for info in (kind("", "v1", "configmaps"), kind("apps", "v1", "replicasets")):
+        assert labels_of(info) == ["metadata.name", "metadata.namespace"]
+        assert info.field_label_error == NOT_KNOWN
+
+
+def test_kinds_word_their_refusal_their_own_way() -> None:
+    assert refusal(kind("", "v1", "pods"), "spec.x=1") == "field label not supported: spec.x"
+    assert refusal(kind("", "v1", "configmaps"), "data.a=1") == (
+        '"data.a" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
+    assert refusal(kind("batch", "v1", "jobs"), "status.succeeded=1") == (
+        'field label "status.succeeded" not supported for batchv1.Job'
+    )
+    assert refusal(kind("resource.k8s.io", "v1", "resourceslices"), "spec.pool=a") == (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool"
+    )
+    assert refusal(kind("", "v1", "namespaces"), "metadata.namespace=") == (
+        "field label not supported: metadata.namespace"
+    )
+
+
+def test_values_are_read_where_the_kind_keeps_them() -> None:
+    pods = kind("", "v1", "pods")
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "n1", "serviceAccount": "legacy"},
+        "status": {"podIPs": [{"ip": "10.0.0.2"}, {"ip": "fd00::2"}], "podIP": "10.0.0.9"},
+    }
+    assert bound(pods, "spec.hostNetwork=false")(pod)  # absent: Go's false
+    assert bound(pods, "spec.host=n1")(pod)
+    assert bound(pods, "spec.serviceAccountName=legacy")(pod)  # the deprecated field's value
+    assert bound(pods, "status.podIP=10.0.0.2")(pod)  # the first of podIPs
+    assert bound(pods, "status.podIPs=")(pod)  # accepted, never set
+    assert not bound(pods, "status.podIPs=10.0.0.2")(pod)
+    pod["spec"]["hostNetwork"] = True
+    assert bound(pods, "spec.hostNetwork=true")(pod)
+    jobs = kind("batch", "v1", "jobs")
+    assert bound(jobs, "status.successful=0")({"metadata": {"name": "j"}})
+    assert bound(jobs, "status.successful=3")({"status": {"succeeded": 3}})
+    core = kind("", "v1", "events")
+    reported = {"reportingComponent": "kubelet", "source": {}}
+    assert bound(core, "source=kubelet")(reported)  # no source.component: the reporter
+    assert bound(core, "source=sched")({"source": {"component": "sched"}})
+    v1 = kind("events.k8s.io", "v1", "events")
+    assert bound(v1, "source=kubelet,regarding.name=p")(
+        {"reportingController": "kubelet", "regarding": {"name": "p"}}
+    )
+
+
+def test_labels_and_fields_select_together() -> None:
+    pods = kind("", "v1", "pods")
+    pod = {"metadata": {"name": "p", "labels": {"app": "web"}}, "spec": {"nodeName": "n"}}
+    assert bound(pods, "spec.nodeName=n", "app=web")(pod)
+    assert not bound(pods, "spec.nodeName=n", "app=db")(pod)
+    assert not bound(pods, "spec.nodeName=m", "app=web")(pod)
+
+
+def test_an_unbound_selection_checks_grammar_only() -> None:
+    selection = object_matcher("", "spec.anything=x")
+    assert isinstance(selection, Selection)
+    assert selection({"spec": {"anything": "x"}})
+    with pytest.raises(APIError) as caught:
+        object_matcher("", "spec.anything")
+    assert (
+        caught.value.message
+        == "invalid selector: 'spec.anything'; can't understand 'spec.anything'"
+    )
+    assert object_matcher("", "") is None
+    plain = lambda obj: True  # noqa: E731 - any other matcher passes through unbound
+    assert for_kind(plain, ()) is plain
+    assert for_kind(None, ()) is None
+
+
+def test_field_labels_survive_the_catalogue_cache() -> None:
+    for info in CATALOGUE:
+        assert ResourceInfo.from_json(info.to_json()) == info
+
+
+def test_json_path_keys() -> None:
+    assert json_path_keys(".spec.color") == ("spec", "color")
+    assert json_path_keys(".metadata['a.b']") == ("metadata", "a.b")
+    assert json_path_keys("spec.color") == ()
+
+
+def paint_crd(scope: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "paints.example.org"},
+        "spec": {
+            "group": "example.org",
+            "scope": scope,
+            "names": {"plural": "paints", "kind": "Paint"},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True,
+                 "selectableFields": [{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}]},
+                {"name": "v2", "served": True, "storage": False},
+            ],
+        },
+        "status": {"conditions": [{"type": "Established", "status": "True"}]},
+    }  # fmt: skip
+
+
+def test_a_crd_version_declares_its_selectable_fields() -> None:
+    v1, v2 = crd_infos(paint_crd("Namespaced"))
+    assert labels_of(v1) == ["metadata.name", "metadata.namespace", "spec.color", "spec.size"]
+    assert labels_of(v2) == ["metadata.name", "metadata.namespace"]
+    assert v1.field_label_error == "field label not supported: {label}"
+    assert ResourceInfo.from_json(v1.to_json()) == v1
+    red = {"metadata": {"name": "r"}, "spec": {"color": "red", "size": 3}}
+    assert bound(v1, "spec.color=red,spec.size=3")(red)
+    assert bound(v1, "spec.color=")({"spec": {}})
+    assert refusal(v2, "spec.color=red") == "field label not supported: spec.color"
+    (cluster, _) = crd_infos(paint_crd("Cluster"))
+    assert labels_of(cluster) == ["metadata.name", "spec.color", "spec.size"]
+    assert refusal(cluster, "metadata.namespace=") == (
+        "field label not supported: metadata.namespace"
+    )
+
+
+def test_field_label_declarations_are_well_formed() -> None:
+    for info in CATALOGUE:
+        names = [label.name for label in info.field_labels]
+        assert len(names) == len(set(names)), info.kind
+        assert "metadata.name" in names, info.kind
+        assert all(isinstance(label, FieldLabel) for label in info.field_labels)

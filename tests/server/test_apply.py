@@ -574,8 +574,8 @@ def test_managed_fields_a_client_sends_are_stored_canonical_or_not_at_all(server
         ("amy", {"f:data": {"f:a": {}}}),
         ("zed", {"f:data": {"f:b": {}}}),
     ]
-    # an entry that does not decode (a time that is not one): the stored entries stand
-    bad = [{**sent[1], "time": 12345}]
+    # an entry that does not decode (an operation kube does not know): the stored entries stand
+    bad = [{**sent[1], "operation": "Bogus"}]
     meta = {**put["metadata"], "managedFields": bad}
     code, again = server.request(
         "PUT", CM + "/cm", {**put, "metadata": meta, "data": {"a": "3", "b": "2"}}

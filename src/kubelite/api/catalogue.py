@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubelite.api import catalogue_extra as extra
+from kubelite.api.selectors import DEFAULT_LABELS, NOT_KNOWN, NOT_SUPPORTED, FieldLabel
 
 if TYPE_CHECKING:  # ast and tempfile are imported only when the catalogue is derived
     import ast
@@ -83,7 +84,7 @@ __all__ = [
 #: The Kubernetes minor version whose built-in kinds and OpenAPI definitions are served.
 KUBERNETES_VERSION = "1.37"
 #: Bumped whenever the cache file's shape changes.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 #: Discovery verbs of an ordinary stored kind, in the (sorted) order kube-apiserver lists them.
 STANDARD_VERBS: tuple[str, ...] = (
@@ -198,8 +199,20 @@ class ResourceInfo:
     #: scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath).
     schema: str = ""
     scale_paths: tuple[str, str, str] | tuple[()] = ()
+    #: The labels its field selectors accept, and where each value is read (kube's
+    #: fieldLabelConversionFunc and GetAttrs), and the 400 text for another (``{label}``,
+    #: ``{quoted}``: see :func:`kubelite.api.selectors.field_label_error`). Left empty: runtime's
+    #: default, ``metadata.name`` and ``metadata.namespace`` with its "is not a known field
+    #: selector" text; labels without a text: ``field label not supported: <label>``.
+    field_labels: tuple[FieldLabel, ...] = ()
+    field_label_error: str = ""
 
     def __post_init__(self) -> None:
+        if not self.field_label_error:
+            default = NOT_SUPPORTED if self.field_labels else NOT_KNOWN
+            object.__setattr__(self, "field_label_error", default)
+        if not self.field_labels:
+            object.__setattr__(self, "field_labels", DEFAULT_LABELS)
         if not self.singular:
             object.__setattr__(self, "singular", self.kind.lower())
         if not self.list_kind:
@@ -293,6 +306,10 @@ class ResourceInfo:
             "storage_version": self.storage_version,
             "schema": self.schema,
             "scale_paths": list(self.scale_paths),
+            "field_labels": [
+                [f.name, [list(path) for path in f.paths], f.zero] for f in self.field_labels
+            ],
+            "field_label_error": self.field_label_error,
         }
 
     @classmethod
@@ -320,6 +337,11 @@ class ResourceInfo:
             storage_version=data["storage_version"],
             schema=data["schema"],
             scale_paths=tuple(data["scale_paths"]),
+            field_labels=tuple(
+                FieldLabel(name, tuple(tuple(path) for path in paths), zero)
+                for name, paths, zero in data["field_labels"]
+            ),
+            field_label_error=data["field_label_error"],
         )
 
 
@@ -731,9 +753,15 @@ def build_builtin_catalogue() -> Catalogue:
                 schema_ref=schema_ref,
                 storage_group=extra.SHARED_STORAGE.get(key, (None, ""))[0],
                 storage_version=_storage_version(d.group, d.version, d.plural),
+                field_labels=_field_labels(extra.FIELD_LABELS.get(key, ())),
+                field_label_error=extra.FIELD_LABEL_ERRORS.get(key, ""),
             )
         )
     return Catalogue(infos)
+
+
+def _field_labels(specs: Iterable[extra.FieldLabelSpec]) -> tuple[FieldLabel, ...]:
+    return tuple(FieldLabel.at(s.name, *s.paths, zero=s.zero) for s in specs)
 
 
 def _storage_version(group: str, version: str, plural: str) -> str:

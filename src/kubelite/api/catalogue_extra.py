@@ -370,3 +370,97 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
     ),
     ("", "limitranges"): (NAME, CREATED_AT),
 }
+
+
+# --- field selectors ---------------------------------------------------------------------------
+
+
+class FieldLabelSpec(NamedTuple):
+    """A field label a kind's field selectors accept: read at ``paths`` (dotted, into the object
+    as served; the first holding a non-empty scalar wins; default: the label itself), ``zero``
+    when none does (the Go zero value GetAttrs renders for an absent field). ``paths=("",)``: a
+    label the conversion accepts but GetAttrs never sets (always ``zero``)."""
+
+    name: str
+    paths: tuple[str, ...] = ()
+    zero: str = ""
+
+
+def _labels(*specs: str | FieldLabelSpec) -> tuple[FieldLabelSpec, ...]:
+    return tuple(FieldLabelSpec(s) if isinstance(s, str) else s for s in specs)
+
+
+_META = ("metadata.name", "metadata.namespace")
+_INVOLVED = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+
+#: Field labels per kind, each from kube's fieldLabelConversionFunc for the served version
+#: (pkg/apis/<group>/<version>/conversion.go) and the value its GetAttrs / ToSelectableFields
+#: gives (pkg/registry/<group>/<kind>/strategy.go). Kinds not listed register no conversion:
+#: runtime's default, metadata.name and metadata.namespace. ReplicaSet is one of them: its
+#: strategy sets status.replicas but apps/v1 registers no conversion, so a cluster refuses the
+#: label (kubernetes/kubernetes#135136); StatefulSet's status.successful was apps/v1beta1/2 only.
+FIELD_LABELS: dict[Key, tuple[FieldLabelSpec, ...]] = {
+    ("", "pods"): _labels(
+        *_META,
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        # v1 -> internal: an empty serviceAccountName takes the deprecated serviceAccount
+        FieldLabelSpec(
+            "spec.serviceAccountName", ("spec.serviceAccountName", "spec.serviceAccount")
+        ),
+        FieldLabelSpec("spec.hostNetwork", zero="false"),
+        "status.phase",
+        # the internal podIPs[0], which v1's podIPs[0].ip or else podIP converts to
+        FieldLabelSpec("status.podIP", ("status.podIPs.0.ip", "status.podIP")),
+        FieldLabelSpec("status.podIPs", ("",)),  # accepted, never set: matches only ""
+        "status.nominatedNodeName",
+        FieldLabelSpec("spec.host", ("spec.nodeName",)),  # old v1 clients' name for it
+    ),
+    ("", "nodes"): _labels("metadata.name", FieldLabelSpec("spec.unschedulable", zero="false")),
+    ("", "replicationcontrollers"): _labels(*_META, FieldLabelSpec("status.replicas", zero="0")),
+    ("", "events"): _labels(
+        *(f"involvedObject.{f}" for f in _INVOLVED),
+        "reason",
+        "reportingComponent",
+        FieldLabelSpec("source", ("source.component", "reportingComponent")),
+        "type",
+        *_META,
+    ),
+    ("events.k8s.io", "events"): _labels(
+        "reason",
+        *(f"regarding.{f}" for f in _INVOLVED),
+        "reportingController",
+        FieldLabelSpec("source", ("deprecatedSource.component", "reportingController")),
+        "type",
+        *_META,
+    ),
+    ("", "namespaces"): _labels("status.phase", "metadata.name"),
+    ("", "secrets"): _labels("type", *_META),
+    ("", "services"): _labels(*_META, "spec.clusterIP", "spec.type"),
+    ("batch", "jobs"): _labels(
+        *_META, FieldLabelSpec("status.successful", ("status.succeeded",), "0")
+    ),
+    ("certificates.k8s.io", "certificatesigningrequests"): _labels(
+        "metadata.name", "spec.signerName"
+    ),
+    ("certificates.k8s.io", "clustertrustbundles"): _labels("metadata.name", "spec.signerName"),
+    ("certificates.k8s.io", "podcertificaterequests"): _labels(
+        "metadata.name", "spec.signerName", "spec.podName", "spec.nodeName"
+    ),
+    ("resource.k8s.io", "resourceslices"): _labels("metadata.name", "spec.nodeName", "spec.driver"),
+}
+
+#: A kind's own wording of the 400 for a label it lacks (``{label}``; ``{quoted}``: Go's %q of
+#: it); kinds with labels above and no entry here say ``field label not supported: <label>``.
+FIELD_LABEL_ERRORS: dict[Key, str] = {
+    ("batch", "jobs"): "field label {quoted} not supported for batchv1.Job",
+    ("resource.k8s.io", "resourceslices"): (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {label}"
+    ),
+}
+
+
+#: Kinds no object may name as its owner (apimachinery's BannedOwners in ownerReferences
+#: validation), by (group, version, kind).
+BANNED_OWNERS: frozenset[tuple[str, str, str]] = frozenset({("", "v1", "Event")})

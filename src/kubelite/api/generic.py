@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubelite.api import deletion, errors, managedfields, objectmeta
+from kubelite.api import deletion, errors, managedfields, metavalidation, objectmeta
 from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from kubelite.api.catalogue import ResourceInfo
@@ -184,7 +184,8 @@ class GenericStore:
         if admission.mutating:
             await self._admit(attrs, obj, opts)
         strategy.prepare_for_create(info, obj)
-        self._raise_invalid(obj, strategy.validate(info, obj))
+        meta_causes = metavalidation.create_causes(info, obj, strategy.name_errors)
+        self._raise_invalid(obj, meta_causes + strategy.validate(info, obj))
         strategy.canonicalize(info, obj)
         if admission.validating:
             await admission.validate(attrs)
@@ -280,6 +281,7 @@ class GenericStore:
             await self._admit(attrs, new, opts)
         strategy.prepare_for_update(info, new, current)
         causes = objectmeta.update_causes(new, current)
+        causes += metavalidation.update_causes(info, new, current)
         self._raise_invalid(new, causes + strategy.validate_update(info, new, current))
         strategy.canonicalize(info, new)
         managedfields.keep_stored_times(new, current)

@@ -15,6 +15,7 @@ from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
+from kubelite.api.selectors import for_kind
 from kubelite.api.stored import Obj, decode, storage_prefix
 from kubelite.storage import Compacted, FutureRevision, ListResult, Store
 
@@ -140,6 +141,8 @@ class ListScan:
         self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
     ) -> None:
         validate_list_options(opts)
+        # the kind's field labels, checked after the list options as kube-apiserver does
+        self.matches = for_kind(opts.label_selector, info.field_labels, info.field_label_error)
         self.store = store
         self.info = info
         self.opts = opts
@@ -182,7 +185,7 @@ class ListScan:
 
     async def pages(self) -> AsyncGenerator[list[Obj], None]:
         """Pages of matching objects; raises APIError 410/504 for compacted or future RVs."""
-        opts, limit, sent = self.opts, self.limit, 0
+        limit, sent = self.limit, 0
         try:
             while True:
                 # With a selector a page may match fewer than asked: ask only for what is left,
@@ -193,8 +196,8 @@ class ListScan:
                 result = await self._read(page, count)
                 self.revision = result.revision
                 matched = [decode(kv, self.info) for kv in result.items]
-                if opts.label_selector is not None:
-                    matched = [obj for obj in matched if opts.label_selector(obj)]
+                if self.matches is not None:
+                    matched = [obj for obj in matched if self.matches(obj)]
                 sent += len(matched)
                 if result.items:
                     self.start_after = result.items[-1].key

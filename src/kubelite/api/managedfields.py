@@ -472,8 +472,8 @@ def restore_after_admission(obj: dict[str, Any], tracked: Any) -> str:
     admission left ones that do not decode; the warning to send then ("" when nothing was
     wrong)."""
     meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return ""
+    if not isinstance(meta, dict) or meta.get("managedFields") == tracked:
+        return ""  # untouched (the common case: one comparison)
     try:
         decode(meta.get("managedFields"))
         return ""

@@ -25,16 +25,27 @@ list/watch handler (``apiserver/pkg/endpoints/handlers/get.go``) decodes the que
 ``Convert_string_To_fields_Selector`` (meta/v1 ``conversion.go``) return the parser's error
 unwrapped, and answers ``errors.NewBadRequest(err.Error())``. (The ``couldn't parse the selector
 string "...": ...`` wrapper is client-side, ``metav1.ParseToLabelSelector``.) An unsupported field
-is rejected afterwards by the kind's field-label conversion: ``field label not supported: <f>``
-(our spec's text; it is what Pods, Events, Secrets, Namespaces, Services and custom resources say,
-while kinds with no conversion of their own, ConfigMap among them, fall back to runtime's
-``"<f>" is not a known field selector: only "metadata.name", "metadata.namespace"``).
+is rejected afterwards by the kind's field-label conversion (get.go: after ValidateListOptions,
+``opts.FieldSelector.Transform(scope.Convertor.ConvertFieldLabel)``, its error a 400 as is; list
+and watch alike): ``field label not supported: <f>`` for Pods, Events, Secrets, Namespaces,
+Nodes, Services, ReplicationControllers, CSRs and custom resources; a few kinds word it their own
+way (Job: ``field label "<f>" not supported for batchv1.Job``); kinds with no conversion of their
+own, ConfigMap and ReplicaSet among them, fall back to runtime's
+``"<f>" is not a known field selector: only "metadata.name", "metadata.namespace"``.
+
+Which labels a kind accepts, where each reads its value and the kind's refusal are declared per
+kind (:class:`FieldLabel`, ``ResourceInfo.field_labels``; built-ins in ``catalogue_extra``, custom
+resources from the CRD's ``selectableFields``). :func:`object_matcher` parses a request's
+selectors into a :class:`Selection`; the list or watch of a kind binds it to the kind
+(:func:`for_kind`), which is where an unsupported label is refused. Values compare as kube's
+GetAttrs renders them: strings as they are, booleans ``true``/``false``, integers in decimal, an
+absent value as its Go zero value (``false`` for ``spec.hostNetwork``, ``0`` for a count).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -458,34 +469,169 @@ def object_fields(obj: Mapping[str, Any], extra: Collection[str] = ()) -> dict[s
 
 Matcher = Callable[[dict[str, Any]], bool]
 
+#: kube's text for a label outside a kind's set, ``{label}`` the label as given, ``{quoted}`` Go's
+#: ``%q`` of it: the conversion most kinds register, and runtime's default for kinds without one.
+NOT_SUPPORTED = "field label not supported: {label}"
+NOT_KNOWN = '{quoted} is not a known field selector: only "metadata.name", "metadata.namespace"'
+
+
+@dataclass(frozen=True, slots=True)
+class FieldLabel:
+    """One field label a kind's field selectors accept, and where its value is read.
+
+    ``paths`` are paths into the object as served (each a tuple of keys; a decimal key indexes a
+    list); the first that holds a non-empty scalar gives the value, as a kind's GetAttrs falls
+    back (an Event's ``source`` is ``source.component``, else ``reportingComponent``). None
+    holding one: ``zero``, the Go zero value of the field (``false``, ``0``). No paths at all: a
+    label the conversion accepts but GetAttrs never sets (Pod ``status.podIPs``): always ``zero``.
+    """
+
+    name: str
+    paths: tuple[tuple[str, ...], ...]
+    zero: str = ""
+
+    @classmethod
+    def at(cls, name: str, *paths: str, zero: str = "") -> FieldLabel:
+        """``name`` read at the dotted ``paths`` (default: the label itself)."""
+        dotted = paths or (name,)
+        return cls(name, tuple(tuple(p.split(".")) for p in dotted if p), zero)
+
+    def value(self, obj: Mapping[str, Any]) -> str:
+        for path in self.paths:
+            text = _scalar_text(_walk(obj, path))
+            if text:
+                return text
+        return self.zero
+
+
+DEFAULT_LABELS: tuple[FieldLabel, ...] = tuple(FieldLabel.at(f) for f in DEFAULT_FIELDS)
+
+
+def _walk(node: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if isinstance(node, Mapping):
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def _scalar_text(value: Any) -> str:
+    """A scalar as Go's fields.Set holds it; "" for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else ""
+
+
+_JSON_PATH_STEP = re.compile(r"""\.([^.\[\]]+)|\[\s*'([^']*)'\s*\]|\[\s*"([^"]*)"\s*\]""")
+
+
+def json_path_keys(path: str) -> tuple[str, ...]:
+    """The keys of a CRD ``selectableFields`` jsonPath (``.spec.color``, ``.metadata['a.b']``);
+    a path of another form reads nothing."""
+    keys, pos = [], 0
+    while pos < len(path):
+        match = _JSON_PATH_STEP.match(path, pos)
+        if match is None:
+            return ()
+        keys.append(next(g for g in match.groups() if g is not None))
+        pos = match.end()
+    return tuple(keys)
+
+
+def field_label_error(template: str, label: str) -> str:
+    """A kind's refusal of ``label`` (``template`` as :data:`NOT_SUPPORTED`)."""
+    return template.replace("{quoted}", _go_quote(label)).replace("{label}", label)
+
+
+class Selection:
+    """A request's parsed ``labelSelector`` and ``fieldSelector`` (and, for a watch of one
+    object, its name), called on an object to say whether it is selected.
+
+    Unbound, the field terms read each label at its own dotted path; :meth:`for_kind` checks them
+    against a kind's labels (400 with the kind's text) and reads each where the kind keeps it.
+    """
+
+    __slots__ = ("_labels", "fields", "labels", "name")
+
+    def __init__(
+        self,
+        labels: LabelSelector | None,
+        fields: FieldSelector | None,
+        name: str | None,
+        field_labels: Mapping[str, FieldLabel] | None = None,
+    ) -> None:
+        self.labels = labels
+        self.fields = fields
+        self.name = name
+        self._labels = field_labels
+
+    def for_kind(self, labels: Iterable[FieldLabel], error: str = NOT_SUPPORTED) -> Selection:
+        """This selection over a kind that accepts ``labels``; raises kube's 400 (``error``,
+        see :func:`field_label_error`) for the first term, in sorted order, naming another."""
+        known = {label.name: label for label in labels}
+        terms = self.fields.terms if self.fields is not None else ()
+        for term in terms:
+            if term.field not in known:
+                raise errors.bad_request(field_label_error(error, term.field))
+        used = {t.field: known[t.field] for t in terms}
+        return Selection(self.labels, self.fields, self.name, used)
+
+    def __call__(self, obj: dict[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.name is not None and meta.get("name") != self.name:
+            return False
+        if self.labels is not None and not self.labels.matches(meta.get("labels") or {}):
+            return False
+        if self.fields is None or self.fields.empty:
+            return True
+        if self._labels is None:
+            fields = object_fields(obj, [t.field for t in self.fields.terms])
+        else:
+            fields = {name: label.value(obj) for name, label in self._labels.items()}
+        return self.fields.matches(fields)
+
+
+def for_kind(
+    matcher: Matcher | None, labels: Iterable[FieldLabel], error: str = NOT_SUPPORTED
+) -> Matcher | None:
+    """``matcher`` bound to a kind's field labels when it is a request's :class:`Selection`
+    (raising the kind's 400 for a label it lacks); any other matcher as it is."""
+    return matcher.for_kind(labels, error) if isinstance(matcher, Selection) else matcher
+
 
 def object_matcher(label_text: str, field_text: str, name: str | None = None) -> Matcher | None:
     """The objects a request's ``labelSelector`` and ``fieldSelector`` select (and, for a watch
     of one object, its ``name``); None when nothing is selected out. A malformed selector is
-    kube-apiserver's 400 with the parser's text."""
+    kube-apiserver's 400 with the parser's text; a field label the kind lacks is refused when
+    the list or watch binds the selection to its kind (:func:`for_kind`)."""
     if not label_text and not field_text:
-        labels: LabelSelector | None = None
-        fields: FieldSelector | None = None
-    else:
-        try:
-            labels = parse_label_selector(label_text)
-            fields = parse_field_selector(field_text)
-        except SelectorError as exc:
-            raise errors.bad_request(str(exc))
-    if labels is None and name is None:
-        return None
+        return None if name is None else Selection(None, None, name)
+    try:
+        labels = parse_label_selector(label_text)
+        fields = parse_field_selector(field_text, supported=_ANY_FIELD)
+    except SelectorError as exc:
+        raise errors.bad_request(str(exc))
+    return Selection(labels, fields, name)
 
-    def matches(obj: dict[str, Any]) -> bool:
-        meta = obj.get("metadata") or {}
-        if name is not None and meta.get("name") != name:
-            return False
-        if labels is None or fields is None:
-            return True
-        return labels.matches(meta.get("labels") or {}) and fields.matches(
-            {
-                "metadata.name": meta.get("name", ""),
-                "metadata.namespace": meta.get("namespace", ""),
-            }
-        )
 
-    return matches
+class _AnyField(Collection[str]):
+    """Every label: grammar only, the kind's check comes later."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_ANY_FIELD = _AnyField()

@@ -57,6 +57,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.listing import wait_for_revision
+from kubelite.api.selectors import for_kind
 from kubelite.api.stored import decode, from_storage, storage_prefix
 from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
 from kubelite.storage.interface import Event, Watch
@@ -377,7 +378,7 @@ class WatchCache:
         obj = {"kind": self.info.kind, "apiVersion": self.info.group_version, "metadata": meta}
         return WatchEvent("BOOKMARK", obj, revision)
 
-    async def watch(
+    def watch(
         self,
         namespace: str | None,
         resource_version: int | None,
@@ -387,7 +388,26 @@ class WatchCache:
         allow_bookmarks: bool = False,
     ) -> AsyncGenerator[WatchEvent, None]:
         """Events for one watcher: see the module docstring. Raises APIError 410 (too old) or
-        504 (sendInitialEvents with an RV the store has not reached within 3 s)."""
+        504 (sendInitialEvents with an RV the store has not reached within 3 s) from the
+        stream; a field label the kind lacks is the 400 raised here, before any stream."""
+        matches = for_kind(matches, self.info.field_labels, self.info.field_label_error)
+        return self._events(
+            namespace,
+            resource_version,
+            matches,
+            send_initial_events=send_initial_events,
+            allow_bookmarks=allow_bookmarks,
+        )
+
+    async def _events(
+        self,
+        namespace: str | None,
+        resource_version: int | None,
+        matches: Matcher | None,
+        *,
+        send_initial_events: bool | None = None,
+        allow_bookmarks: bool = False,
+    ) -> AsyncGenerator[WatchEvent, None]:
         requested = resource_version or 0
         initial = send_initial_events is True or (send_initial_events is None and not requested)
         await self.start(None if initial else requested)

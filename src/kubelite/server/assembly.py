@@ -19,7 +19,7 @@ from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.kinds import BuiltinKinds
-from kubelite.api.kinds.core import service_account_lookup
+from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
 from kubelite.api.kinds.namespaces import (
     NamespaceLifecycleAdmission,
     ensure_system_namespaces,
@@ -68,7 +68,7 @@ async def assemble(
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
     kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None)
     registry = Registry(store, kinds, caches=caches)
-    registry.admission.validating.append(
+    registry.admission.mutating.append(
         NamespaceLifecycleAdmission(registry, namespace_info(catalogue))
     )
     authenticator = None
@@ -79,6 +79,7 @@ async def assemble(
     kinds.set_crd_caught_up(crd_controller.caught_up)
     await crd_controller.start()
     await ensure_system_namespaces(registry, catalogue)
+    await ensure_kubernetes_service(registry, catalogue)
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )

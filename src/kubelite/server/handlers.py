@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
-from kubelite.api import deletion, errors, validation
+from kubelite.api import decoding, deletion, errors, validation
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.listing import ListOptions
@@ -135,8 +136,8 @@ async def list_objects(request: Request, send: Send, target: Target) -> None:
 
 
 async def create(request: Request, send: Send, target: Target) -> None:
-    body = await request.json_object()
-    warnings = _check_fields(request, target, "create", body)
+    body = await request.json_object(_kind(target))
+    warnings = _decode(request, target, "create", body)
     manager = _field_manager(request, "CreateOptions")
     options = WriteOptions(_dry_run(request), manager, warnings=warnings)
     if target.name:
@@ -151,8 +152,8 @@ async def create(request: Request, send: Send, target: Target) -> None:
 
 async def update(request: Request, send: Send, target: Target) -> None:
     updater: Updater = target.serving(Updater)
-    body = await request.json_object()
-    warnings = _check_fields(request, target, "update", body)
+    body = await request.json_object(_kind(target))
+    warnings = _decode(request, target, "update", body)
     put = replacement(target.info, target.namespace, target.name, body)
     manager = _field_manager(request, "UpdateOptions")
     options = WriteOptions(_dry_run(request), manager, warnings=warnings)
@@ -194,6 +195,8 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             field_validation=mode,
             warnings=warnings,
         )
+        if decoding.builtin(target.object_info):
+            patched = _decoded(target.object_info, patched)
     options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
@@ -235,13 +238,20 @@ def list_options(request: Request) -> ListOptions:
     )
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def _watch_timeout(query: dict[str, str]) -> float:
-    """``timeoutSeconds``: absent or 0 is a random 30 to 60 minutes, as kube-apiserver."""
+    """``timeoutSeconds``: absent or 0 is a random 30 to 60 minutes, as kube-apiserver. Read as
+    the parameter codec reads an int64 (``strconv.ParseInt``): 400 with its error otherwise."""
     text = query.get("timeoutSeconds")
-    try:
-        seconds = int(text) if text else 0
-    except ValueError:
-        raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    if not text:
+        return random.uniform(1800, 3600)
+    if not _GO_INT.fullmatch(text):
+        raise errors.bad_request(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
+    seconds = int(text)
+    if not -(2**63) <= seconds < 2**63:
+        raise errors.bad_request(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
     return float(seconds) if seconds > 0 else random.uniform(1800, 3600)
 
 
@@ -329,16 +339,56 @@ async def _delete_options(request: Request) -> DeleteOptions:
     return deletion.options_from(body, request.query, _dry_run(request))
 
 
-def _check_fields(request: Request, target: Target, operation: str, body: Obj) -> Warnings:
-    """Strict decoding of a create/update body: 400 under Strict, warnings under Warn (the
-    request's warnings, which the write may add to)."""
+def _kind(target: Target) -> str:
+    info = target.object_info
+    return info.kind if info is not None else target.info.kind
+
+
+def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warnings:
+    """A create/update body decoded as kube-apiserver decodes it: wrong types 400
+    (:mod:`kubelite.api.decoding`), then strict decoding (400 under Strict, warnings under Warn:
+    the request's warnings, which the write may add to); unknown fields and nulls are dropped
+    from what is stored."""
     mode = validation.directive(request.query, operation)
     info = target.object_info
+
+    def run() -> Warnings:
+        found = _strict_errors(request, info, mode, body)
+        decoding.decode(info, body, request.raw)
+        if found and mode == validation.STRICT and info is not None:
+            raise validation.field_validation_error(info, found, body)
+        return Warnings(validation.warnings_for(found))
+
+    return decoding.deep(run) if request.deep else run()
+
+
+def _strict_errors(request: Request, info: ResourceInfo | None, mode: str, body: Obj) -> list[str]:
     if mode == validation.IGNORE or info is None or not (info.schema_ref or info.schema):
-        return Warnings()
+        return []
     raw = request.raw
-    source: bytes | Obj = raw if validation.may_repeat_keys(raw, body) else body
-    found = validation.strict_errors(info, source)
-    if found and mode == validation.STRICT:
-        raise validation.field_validation_error(info, found, body)
-    return Warnings(validation.warnings_for(found))
+    # repeated keys are seen in JSON text only (YAML's are refused when read; protobuf has none)
+    textual = request.content_type() in ("", "application/json")
+    source: bytes | Obj = raw if textual and validation.may_repeat_keys(raw, body) else body
+    return validation.strict_errors(info, source)
+
+
+def _decoded(info: ResourceInfo | None, update: ObjectUpdate) -> ObjectUpdate:
+    """A patch's update whose result is decoded as the kind's Go struct: unknown fields and
+    nulls dropped; a value of the wrong type is 422 with the patched object (patch.go)."""
+    if info is None:
+        return update
+
+    async def apply(current: Obj | None) -> Obj:
+        patched = await update(current)
+        try:
+            before: Any = orjson.dumps(patched)  # the message shows the object before pruning
+        except orjson.JSONEncodeError:
+            before = None
+        try:
+            decoding.check(info, patched)
+        except decoding.DecodeError as exc:
+            shown = orjson.loads(before) if before is not None else patched
+            raise decoding.patch_decode_error(shown, str(exc)) from None
+        return patched
+
+    return apply

@@ -1,15 +1,23 @@
-"""ASGI messages in and out: a request's parsed line, headers and body (JSON, or kubectl's
-protobuf), with kube-apiserver's limits and errors; JSON responses and error Statuses."""
+"""ASGI messages in and out: a request's parsed line, headers and body (JSON, YAML, or kubectl's
+protobuf), with kube-apiserver's limits and errors; JSON responses and error Statuses.
+
+An object body (create, update) is read by its Content-Type as kube-apiserver's negotiation
+does (``NegotiateInputSerializer``): none or ``application/json`` is JSON, ``application/yaml``
+YAML (read as sigs.k8s.io/yaml reads it), ``application/vnd.kubernetes.protobuf`` protobuf, and
+anything else 415 UnsupportedMediaType listing those three. JSON nested deeper than Go's
+scanner allows (10000) is 400 with its text; anything shallower is read, on a large stack
+when orjson's own limit is passed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import authn, errors
+from kubelite.api import authn, decoding, errors, yamlbody
 from kubelite.api.errors import APIError
 from kubelite.api.request import RequestInfo
 from kubelite.server import protobuf
@@ -21,6 +29,10 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_BODY = 3 * 1024 * 1024
 DISCARD_LIMIT = 64 * 1024 * 1024
 JSON = b"application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+#: The media types an object body may have, in the order kube-apiserver lists them.
+OBJECT_TYPES = ("application/json", YAML, PROTOBUF)
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -47,6 +59,8 @@ class Request:
         self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         self.receive = receive
         self.raw = b""
+        #: set when the body is nested deeper than orjson reads (decode it with decoding.deep)
+        self.deep = False
         #: set by the request-info filter
         self.info = UNPARSED
         #: set by the authentication filter (the admin when authentication is off)
@@ -77,23 +91,53 @@ class Request:
             message = await self.receive()
             size += len(message.get("body", b""))
 
-    async def json(self) -> Any:
-        content_type = self.headers.get("content-type", "").split(";")[0].strip()
-        if content_type == "application/vnd.kubernetes.protobuf":
+    def content_type(self) -> str:
+        return str(self.headers.get("content-type", "")).split(";")[0].strip().lower()
+
+    async def json(self, kind: str = "") -> Any:
+        """The body as JSON (or kubectl's protobuf); ``kind`` names the expected kind in the
+        error for a body nested too deep."""
+        if self.content_type() == PROTOBUF:
             try:
                 return protobuf.decode_request(await self.body())
             except protobuf.UnsupportedKind:
                 raise errors.unsupported_media_type(["application/json", *PATCH_TYPES])
             except ValueError as exc:
                 raise errors.bad_request(f"couldn't decode the protobuf request body: {exc}")
-        raw = await self.body()
+        return self._loads(await self.body(), kind)
+
+    def _loads(self, raw: bytes, kind: str) -> Any:
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
+            if "depth limit" not in str(exc):
+                raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
+        depth, bracket = decoding.json_depth(raw)
+        if depth > decoding.MAX_DEPTH:
+            raise decoding.depth_error(kind or "Object", raw, bracket)
+        self.deep = True
+        try:
+            return decoding.deep(lambda: json.loads(raw))
+        except ValueError as exc:
             raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
 
-    async def json_object(self) -> dict[str, Any]:
-        body = await self.json()
+    async def json_object(self, kind: str = "") -> dict[str, Any]:
+        """A create or update body: JSON, YAML or protobuf by its Content-Type (415 for any
+        other), which must be an object."""
+        content_type = self.content_type()
+        if content_type == YAML:
+            raw = await self.body()
+            try:
+                body = yamlbody.load(raw)
+            except yamlbody.YAMLError as exc:
+                raise errors.bad_request(
+                    f"the object provided is unrecognized (must be of type {kind or 'Object'}): "
+                    f"{exc} ({decoding.summarize(raw)})"
+                )
+        elif content_type in ("", "application/json", PROTOBUF):
+            body = await self.json(kind)
+        else:
+            raise errors.unsupported_media_type(list(OBJECT_TYPES))
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
         return body

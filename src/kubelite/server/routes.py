@@ -4,15 +4,16 @@ storage that serves the resource or subresource, then handed to the verb's handl
 
 from __future__ import annotations
 
+import asyncio
+
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
-from kubelite.server import discovery
+from kubelite.server import discovery, openapi
 from kubelite.server.filters import HEALTH_PATHS
 from kubelite.server.handlers import Handlers, Target
 from kubelite.server.messages import Request, Send, send_json
-from kubelite.server.openapi import openapi_document
 
 COMPACT_PATH = "/kubelite/v1/compact"
 #: Verbs that act on one object: a collection path does not serve them.
@@ -48,9 +49,12 @@ class Routes:
         if path == COMPACT_PATH:
             await self.compact(request, send)
             return
+        if path == openapi.V2_PATH:
+            await self.openapi_v2(request, send)
+            return
         document = discovery.document(self.catalogue, self.registry.storages, path)
         if document is None and path.startswith("/openapi/"):
-            document = openapi_document(self.catalogue, path, request.query)
+            document = openapi.openapi_document(self.catalogue, path, request.query)
         if document is None:
             raise errors.path_not_found()
         await send_json(send, 200, document)
@@ -72,6 +76,43 @@ class Routes:
         if info.namespaced and not ri.namespace and ri.verb not in ALL_NAMESPACES_VERBS:
             raise errors.method_not_allowed()  # /api/v1/configmaps serves list and watch only
         return Target(request, info, storage)
+
+    async def openapi_v2(self, request: Request, send: Send) -> None:
+        """``GET /openapi/v2`` as kube-openapi's handler serves it: JSON or gnostic protobuf by
+        ``Accept`` (406 with an empty body for anything else), ``Vary: Accept``, the quoted
+        ETag shared by both forms, and 304 when ``If-None-Match`` names it (or is ``*``)."""
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed()
+        media = openapi.negotiate_v2(request.headers.get("accept", ""))
+        vary = (b"vary", b"Accept")
+        if media is None:
+            await send({"type": "http.response.start", "status": 406, "headers": [vary]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        # Building the document (first request after a change) and its protobuf form takes a
+        # fraction of a second: off the event loop, from a snapshot of the catalogue.
+        document = await asyncio.to_thread(openapi.swagger, tuple(self.catalogue))
+        etag = f'"{document.etag}"'.encode()
+        headers = [vary, (b"etag", etag)]
+        wanted = request.headers.get("if-none-match", "")
+        if wanted and any(
+            tag.strip().removeprefix("W/") in (etag.decode(), "*") for tag in wanted.split(",")
+        ):
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if media == openapi.V2_JSON:
+            body = document.json
+        else:
+            body = await asyncio.to_thread(lambda: document.protobuf)
+        headers += [
+            (b"content-type", media.encode()),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b"" if request.method == "HEAD" else body}
+        )
 
     async def compact(self, request: Request, send: Send) -> None:
         """``POST /kubelite/v1/compact?revision=N``: drop history below N (an admin action)."""

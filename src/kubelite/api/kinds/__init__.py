@@ -79,6 +79,7 @@ class BuiltinKinds:
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
             ("", "pods"): core.pod_storages,
+            ("", "services"): core.service_storages,
             ("", "bindings"): self._bindings,
             ("", "componentstatuses"): core.read_only_storages,
             ("apiextensions.k8s.io", "customresourcedefinitions"): self.crds,

@@ -8,18 +8,22 @@ kind's ``strategy.go`` and ``storage/storage.go``.
 
 from __future__ import annotations
 
+import asyncio
+from contextvars import ContextVar
 from typing import Any
 
 from kubelite.api import authn, errors
 from kubelite.api.admission import CREATE, Attributes
 from kubelite.api.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
-from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf, Step, Written
+from kubelite.api.kinds import allocation
 from kubelite.api.kinds.rules import BuiltinStrategy
+from kubelite.api.kinds.validation import services
 from kubelite.api.names import label_errors
 from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
-from kubelite.api.rest import Context, GetOptions, WriteOptions
+from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
 from kubelite.api.stored import clone
 from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy
 from kubelite.api.subresources import generic_subresources
@@ -29,7 +33,9 @@ Obj = dict[str, Any]
 
 class PodStrategy(BuiltinStrategy):
     """Pods: generation moves on spec changes (1.33+), DELETE answers the pod, and /status
-    cannot touch ownerReferences (kube guards them against old kubelets)."""
+    cannot touch ownerReferences (kube guards them against old kubelets). A new pod's status is
+    the server's: phase Pending, its QoS class, and PodScheduled False while scheduling gates
+    hold it (kube's podStrategy.PrepareForCreate)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -38,11 +44,31 @@ class PodStrategy(BuiltinStrategy):
             status_keeps=("ownerReferences",),
         )
 
+    def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
+        from kubelite.api.kinds.defaults.pods import pod_qos  # this class's only import
+
+        super().prepare_for_create(info, obj)
+        status: Obj = {"phase": "Pending", "qosClass": pod_qos(obj)}
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and spec.get("schedulingGates"):
+            status["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            ]
+        obj["status"] = status
+
 
 class ServiceStrategy(BuiltinStrategy):
-    """Services: DNS-1123 label names, create-on-update, DELETE answers the Service, and the
-    defaults clients read back (type ClusterIP, sessionAffinity None, port protocol TCP and
-    targetPort = port)."""
+    """Services: DNS-1123 label names, create-on-update, DELETE answers the Service,
+    SetDefaults_Service (:func:`services.default_service`), and before validation what the
+    Service storage does first in kube (alloc.go, strategy.go): clusterIP and clusterIPs kept in
+    step, values the server allocated kept when an update leaves them out, fields a type change
+    makes meaningless dropped, and the IP family fields set. Allocation itself is
+    :class:`ServiceStore`'s."""
 
     def __init__(self) -> None:
         super().__init__(allow_create_on_update=True, returns_deleted_object=True)
@@ -52,15 +78,171 @@ class ServiceStrategy(BuiltinStrategy):
 
     def default(self, info: ResourceInfo, obj: Obj) -> None:
         super().default(info, obj)
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
+        services.default_service(obj)
+
+    def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
+        super().prepare_for_create(info, obj)
+        if isinstance(obj.get("spec"), dict):
+            allocation.normalize_cluster_ips(obj, None)
+            allocation.init_ip_family_fields(obj, None)
+
+    def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
+        super().prepare_for_update(info, new, old)
+        if isinstance(new.get("spec"), dict) and isinstance(old.get("spec"), dict):
+            allocation.patch_allocated_values(new, old)
+            allocation.normalize_cluster_ips(new, old)
+            allocation.drop_type_dependent_fields(new, old)
+            allocation.init_ip_family_fields(new, old)
+
+
+#: The allocations of the write running in this task (one per try of its optimistic loop; the
+#: tries a lost race superseded are reverted when the next one allocates).
+_PENDING: ContextVar[list[allocation.Txn] | None] = ContextVar("service_allocations", default=None)
+
+
+class ServiceStore(GenericStore):
+    """The Service storage (kube's service REST): the generic store, plus cluster IP and node
+    port allocation (:mod:`kubelite.api.kinds.allocation`) once a new or updated Service passed
+    validation, reverted when its write fails; what an update frees is released once it is
+    stored, and a deleted Service's allocations when it is gone."""
+
+    def __init__(self, info: ResourceInfo, backing: Backing) -> None:
+        super().__init__(info, STRATEGIES[("", "services")], backing)
+        self.allocator = allocation.ServiceAllocator(backing.store)
+
+    async def _pending(self, pending: list[allocation.Txn], written: bool) -> None:
+        """After a write: the last try's allocations kept and its frees applied when the write
+        was stored; everything reverted otherwise."""
+        last = pending.pop() if written and pending else None
+        for txn in pending:
+            await txn.revert()
+        pending.clear()
+        if last is not None:
+            await last.commit()
+
+    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+        pending: list[allocation.Txn] = []
+        token = _PENDING.set(pending)
+        try:
+            created = await super().create(ctx, body, opts)
+        except BaseException:
+            await self._pending(pending, False)
+            raise
+        finally:
+            _PENDING.reset(token)
+        await self._pending(pending, True)
+        return created
+
+    async def update(
+        self,
+        ctx: Context,
+        name: str,
+        update: ObjectUpdate,
+        opts: WriteOptions,
+        *,
+        strategy: Strategy | None = None,
+        subresource: str = "",
+    ) -> tuple[Obj, bool]:
+        pending: list[allocation.Txn] = []
+        token = _PENDING.set(pending)
+        try:
+            found = await super().update(
+                ctx, name, update, opts, strategy=strategy, subresource=subresource
+            )
+        except BaseException:
+            await self._pending(pending, False)
+            raise
+        finally:
+            _PENDING.reset(token)
+        await self._pending(pending, True)
+        return found
+
+    async def _allocate(self, new: Obj, old: Obj | None, dry_run: bool) -> None:
+        pending = _PENDING.get()
+        if pending is not None:  # an earlier try of this write lost its race
+            for txn in pending:
+                await txn.revert()
+            pending.clear()
+        txn = await self.allocator.allocate(new, old, dry_run)
+        if pending is not None:
+            pending.append(txn)
+        else:
+            await txn.revert()
+
+    async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
+        await super().admit_new(ctx, obj, opts)
+        await self._allocate(obj, None, opts.dry_run)
+
+    async def _updated(
+        self,
+        ctx: Context,
+        name: str,
+        new: Obj,
+        current: Obj,
+        strategy: Strategy,
+        subresource: str,
+        opts: WriteOptions,
+    ) -> Obj | Purge:
+        result = await super()._updated(ctx, name, new, current, strategy, subresource, opts)
+        if subresource or isinstance(result, Purge):
+            pending = _PENDING.get()
+            for txn in pending or []:
+                await txn.revert()
+            if pending:
+                pending.clear()
+            return result
+        await self._allocate(result, current, opts.dry_run)
+        return result
+
+    async def guaranteed_update(self, key: str, step: Step, dry_run: bool) -> Written:
+        result = await super().guaranteed_update(key, step, dry_run)
+        if result.purged and not dry_run:
+            await self.allocator.release(result.obj)
+        return result
+
+
+def service_storages(info: ResourceInfo, backing: Backing) -> Storages:
+    store = ServiceStore(info, backing)
+    return {"": store, **generic_subresources(store)}
+
+
+#: The Service every cluster has (kube-apiserver's controlplane "kubernetes" service).
+KUBERNETES_SERVICE: Obj = {
+    "metadata": {
+        "name": "kubernetes",
+        "namespace": "default",
+        "labels": {"component": "apiserver", "provider": "kubernetes"},
+    },
+    "spec": {
+        "type": "ClusterIP",
+        "clusterIP": "10.96.0.1",
+        "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+        "sessionAffinity": "None",
+    },
+}
+
+
+async def ensure_kubernetes_service(registry: Registry, catalogue: Catalogue) -> None:
+    """Create ``default/kubernetes`` when it is missing (several servers may race: the loser
+    finds the IP or the name taken, and then the Service)."""
+    info = catalogue.lookup("", "v1", "services")
+    if info is None:
+        raise ValueError("the catalogue does not serve services")
+    for _ in range(50):
+        try:
+            await registry.get(info, "default", "kubernetes")
             return
-        spec.setdefault("type", "ClusterIP")
-        spec.setdefault("sessionAffinity", "None")
-        for port in spec.get("ports") or []:
-            if isinstance(port, dict):
-                port.setdefault("protocol", "TCP")
-                port.setdefault("targetPort", port.get("port"))
+        except errors.APIError as exc:
+            if exc.code != 404:
+                raise
+        try:
+            await registry.create(info, "default", clone(KUBERNETES_SERVICE))
+            return
+        except errors.APIError as exc:
+            if exc.reason not in ("AlreadyExists", "Invalid"):
+                raise
+        await asyncio.sleep(0.1)
+    raise RuntimeError("could not create the default/kubernetes Service")
 
 
 class SecretStrategy(BuiltinStrategy):

@@ -254,21 +254,7 @@ def _structural(path: str, node: Obj, *, root: bool = False) -> list[Cause]:
     if not typed and not root:
         causes.append(_required(f"{path}.type", "must not be empty for specified fields"))
     for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
-        text = rule.get("rule", "") if isinstance(rule, dict) else ""
-        try:
-            crschema.compile_rule(text)
-        except ValueError as exc:
-            shown = (
-                f"apiextensions.ValidationRule{{Rule:{_go(text)}, "
-                f"Message:{_go(str(rule.get('message', '')))}}}"
-            )
-            causes.append(
-                Cause(
-                    "FieldValueInvalid",
-                    f"Invalid value: {shown}: compilation failed: {exc}",
-                    f"{path}.x-kubernetes-validations[{index}].rule",
-                )
-            )
+        causes += _rule_causes(f"{path}.x-kubernetes-validations[{index}].rule", rule)
     for key, child in (node.get("properties") or {}).items():
         if isinstance(child, dict) and not (root and key == "metadata"):
             causes += _structural(f"{path}.properties[{key}]", child)
@@ -287,6 +273,41 @@ def _structural(path: str, node: Obj, *, root: bool = False) -> list[Cause]:
                 )
             )
     return causes
+
+
+def _go_rule(rule: Obj) -> str:
+    """An apiextensions.ValidationRule as Go's %#v prints it (pointers as kube prints them)."""
+
+    def pointer(kind: str, value: Any) -> str:
+        return f"(*{kind})(nil)" if value is None else f"(*{kind})(0xc000000000)"
+
+    def text(key: str) -> str:
+        value = rule.get(key)
+        return _go(value if isinstance(value, str) else "")
+
+    return (
+        f"apiextensions.ValidationRule{{Rule:{text('rule')}, Message:{text('message')}, "
+        f"MessageExpression:{text('messageExpression')}, "
+        f"Reason:{pointer('apiextensions.FieldValueErrorReason', rule.get('reason'))}, "
+        f"FieldPath:{text('fieldPath')}, "
+        f"OptionalOldSelf:{pointer('bool', rule.get('optionalOldSelf'))}}}"
+    )
+
+
+def _rule_causes(at: str, rule: Any) -> list[Cause]:
+    """A rule that does not compile, as apiextensions' validation.go reports it."""
+    rule = rule if isinstance(rule, dict) else {}
+    text = rule.get("rule")
+    if not isinstance(text, str) or not text.strip():
+        return [_required(at, "rule is not specified")]
+    try:
+        crschema.compile_rule(text)
+    except ValueError as exc:
+        shown = _go_rule(rule)
+        return [
+            Cause("FieldValueInvalid", f"Invalid value: {shown}: compilation failed: {exc}", at)
+        ]
+    return []
 
 
 def _subresource_causes(at: str, subresources: Any) -> list[Cause]:
@@ -446,6 +467,8 @@ def storage_info(crd: Obj) -> ResourceInfo:
 
 
 def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
+    from kubelite.api.selectors import FieldLabel, json_path_keys
+
     spec = crd["spec"]
     names = spec["names"]
     group = spec["group"]
@@ -467,6 +490,17 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
             else ()
         )
         schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+        # apiextensions' crConverter.ConvertFieldLabel: metadata.name, metadata.namespace when
+        # namespaced, and this version's selectableFields, each the jsonPath without its dot
+        selectable = [
+            str(f["jsonPath"])
+            for f in version.get("selectableFields") or ()
+            if isinstance(f, dict) and isinstance(f.get("jsonPath"), str)
+        ]
+        meta = ("metadata.name", "metadata.namespace")[: 2 if spec["scope"] == "Namespaced" else 1]
+        field_labels = tuple(FieldLabel.at(name) for name in meta) + tuple(
+            FieldLabel(path.removeprefix("."), (json_path_keys(path),)) for path in selectable
+        )
         out.append(
             ResourceInfo(
                 group=group,
@@ -485,6 +519,7 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
                 storage_version="" if version["name"] == storage else f"{group}/{storage}",
                 schema=orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(),
                 scale_paths=scale_paths,
+                field_labels=field_labels,
             )
         )
     return out

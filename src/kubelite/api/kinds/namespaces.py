@@ -49,6 +49,8 @@ KUBERNETES_FINALIZER = "kubernetes"
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 #: Namespaces a new server creates.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: The label every Namespace carries, its name (kube's v1.LabelMetadataName).
+METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
 TERMINATING_CONFLICT = (
     "The system is ensuring all content is removed from this namespace.  Upon completion, this "
     "namespace will automatically be purged by the system."
@@ -96,6 +98,19 @@ class NamespaceStrategy(BuiltinStrategy):
 
     def should_delete_during_update(self, obj: Obj) -> bool:
         return super().should_delete_during_update(obj) and not deletion_held(obj)
+
+    def canonicalize(self, info: ResourceInfo, obj: Obj) -> None:
+        """The label ``kubernetes.io/metadata.name: <name>`` on every write, whatever was sent
+        (kube's namespaceStrategy.Canonicalize, with SetDefaults_Namespace before admission)."""
+        super().canonicalize(info, obj)
+        meta = obj["metadata"]
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        labels = meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = meta["labels"] = {}
+        labels[METADATA_NAME_LABEL] = name
 
 
 class FinalizeStrategy(StatusStrategy):
@@ -182,13 +197,14 @@ def storages(info: ResourceInfo, backing: Backing) -> Storages:
 
 class NamespaceLifecycleAdmission:
     """kube's NamespaceLifecycle admission plugin: no new content in a namespace that does not
-    exist (404) or is being terminated (403), and the system namespaces are never deleted."""
+    exist (404) or is being terminated (403), and the system namespaces are never deleted. A
+    mutating plugin, as kube's is (``Admit``): it answers before the object is validated."""
 
     def __init__(self, registry: Registry, info: ResourceInfo) -> None:
         self.registry = registry
         self.info = info
 
-    async def validate(self, attrs: Attributes) -> None:
+    async def admit(self, attrs: Attributes) -> None:
         target = attrs.info
         if attrs.operation == DELETE and (target.group, target.plural) == (GROUP, PLURAL):
             if attrs.name in IMMORTAL_NAMESPACES:

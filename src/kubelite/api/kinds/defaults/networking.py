@@ -1,8 +1,46 @@
-"""Defaults: networking.k8s.io/v1: Ingress, NetworkPolicy, IngressClass
-(pkg/apis/networking/v1/defaults.go)."""
+"""Defaults: networking.k8s.io/v1: NetworkPolicy, IngressClass
+(pkg/apis/networking/v1/defaults.go); discovery.k8s.io/v1 EndpointSlice
+(pkg/apis/discovery/v1/defaults.go). Ingress has no defaults at networking.k8s.io/v1 (its
+``pathType`` is required); only its pod-less fields, so nothing to do."""
 
 from __future__ import annotations
 
-from kubelite.api.kinds.rules import Defaulter, Kind
+from kubelite.api.kinds.defaults.pods import ensure, items, set_if_nil, sub
+from kubelite.api.kinds.rules import Defaulter, Kind, Obj
 
-DEFAULTERS: dict[Kind, Defaulter] = {}
+
+def default_network_policy(obj: Obj) -> None:
+    """SetDefaults_NetworkPolicy (policyTypes: Ingress, plus Egress when egress rules are given)
+    and SetDefaults_NetworkPolicyPort (protocol TCP)."""
+    spec = ensure(obj, "spec")
+    if spec is None:
+        return
+    for direction in ("ingress", "egress"):
+        for rule in items(spec, direction):
+            for port in items(rule, "ports"):
+                set_if_nil(port, "protocol", "TCP")
+    if not spec.get("policyTypes"):
+        egress = spec.get("egress")
+        has_egress = isinstance(egress, list) and len(egress) > 0
+        spec["policyTypes"] = ["Ingress", "Egress"] if has_egress else ["Ingress"]
+
+
+def default_ingress_class(obj: Obj) -> None:
+    """SetDefaults_IngressClass: the parameters' scope is Cluster."""
+    parameters = sub(sub(obj, "spec"), "parameters")
+    if parameters is not None:
+        set_if_nil(parameters, "scope", "Cluster")
+
+
+def default_endpoint_slice(obj: Obj) -> None:
+    """SetDefaults_EndpointPort: name "" and protocol TCP."""
+    for port in items(obj, "ports"):
+        set_if_nil(port, "name", "")
+        set_if_nil(port, "protocol", "TCP")
+
+
+DEFAULTERS: dict[Kind, Defaulter] = {
+    ("networking.k8s.io", "NetworkPolicy"): default_network_policy,
+    ("networking.k8s.io", "IngressClass"): default_ingress_class,
+    ("discovery.k8s.io", "EndpointSlice"): default_endpoint_slice,
+}

@@ -1,17 +1,712 @@
 """Validation: Pod spec validation (pkg/apis/core/validation: ValidatePodSpec, containers, volumes,
-ports, resources, probes), shared by every pod template."""
+ports, resources, probes), shared by every pod template.
+
+Source: kube-apiserver 1.37 ``pkg/apis/core/validation/validation.go`` (``ValidatePodSpec``,
+``ValidateVolumes``, ``validateVolumeSource``, ``validateContainers``, ``validateInitContainers``,
+``validateContainerCommon``, ``validateContainerPorts``, ``ValidateEnv``, ``ValidateVolumeMounts``,
+``ValidateResourceRequirements``, ``validateProbe``, ``validateHandler``, ``validateRestartPolicy``,
+``validateDNSPolicy``, ``validatePullPolicy``) and apimachinery's ``util/validation``.
+
+Fields that kube's defaulting always fills (restartPolicy, dnsPolicy, terminationMessagePolicy,
+imagePullPolicy, a port's protocol, a probe's thresholds) are checked only when present: an
+absent one is defaulting's to fill, never a 422 here. Nothing here raises on a malformed body.
+"""
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kubelite.api.errors import Cause
-from kubelite.api.kinds.rules import Kind, Validator
+from kubelite.api.errors import Cause, go_quote
+from kubelite.api.kinds.rules import Kind, Obj, Validator
+from kubelite.api.metavalidation import (
+    annotation_causes,
+    invalid,
+    label_causes,
+    qualified_name_errors,
+    regex_error,
+)
 
-VALIDATORS: dict[Kind, Validator] = {}
+# --- small helpers --------------------------------------------------------------------------
+
+
+def _required(path: str, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
+
+
+def _forbidden(path: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", path)
+
+
+def _duplicate(path: str, value: str) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", path)
+
+
+def _not_found(path: str, value: str) -> Cause:
+    return Cause("FieldValueNotFound", f"Not found: {go_quote(value)}", path)
+
+
+def _not_supported(path: str, value: str, supported: tuple[str, ...]) -> Cause:
+    listed = ", ".join(go_quote(v) for v in supported)
+    return Cause(
+        "FieldValueNotSupported",
+        f"Unsupported value: {go_quote(value)}: supported values: {listed}",
+        path,
+    )
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --- util/validation --------------------------------------------------------------------------
+
+_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL_RE = re.compile(_DNS_LABEL_FMT)
+_SUBDOMAIN_RE = re.compile(_DNS_LABEL_FMT + "(\\." + _DNS_LABEL_FMT + ")*")
+_DNS_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character"
+)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """util/validation.IsDNS1123Label."""
+    errs = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not _DNS_LABEL_RE.fullmatch(value):
+        if _SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(regex_error(_DNS_LABEL_MSG, _DNS_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def _label(value: str, path: str) -> list[Cause]:
+    return [invalid(path, go_quote(value), m) for m in dns1123_label_errors(value)]
+
+
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def port_name_errors(port: str) -> list[str]:
+    """util/validation.IsValidPortName."""
+    errs = ["must be no more than 15 characters"] if len(port) > 15 else []
+    if not re.fullmatch("[-a-z0-9]+", port):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", port):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in port:
+        errs.append("must not contain consecutive hyphens")
+    if port and (port[0] == "-" or port[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def _port_num_or_name(value: Any, path: str) -> list[Cause]:
+    """ValidatePortNumOrName (an int-or-string)."""
+    number = _int(value)
+    if number is not None:
+        return [] if 1 <= number <= 65535 else [invalid(path, str(number), _PORT_RANGE)]
+    if isinstance(value, str):
+        return [invalid(path, go_quote(value), m) for m in port_name_errors(value)]
+    return []
+
+
+# --- quantities -------------------------------------------------------------------------------
+
+_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
+
+
+class Quantity:
+    """A resource.Quantity: its value, and its canonical text (Quantity.String)."""
+
+    def __init__(self, value: Decimal, fmt: str) -> None:
+        self.value = value
+        self.format = fmt  # "BinarySI", "DecimalSI" or "DecimalExponent"
+
+    def __str__(self) -> str:
+        value = self.value
+        # kube keeps nano precision, rounding up (away from zero)
+        nanos = (value * 1_000_000_000).to_integral_value(rounding="ROUND_CEILING")
+        if nanos == 0:
+            return "0"
+        sign = "-" if nanos < 0 else ""
+        nanos = abs(nanos)
+        if self.format == "BinarySI" and nanos % 1_000_000_000 == 0:
+            whole = int(nanos // 1_000_000_000)
+            if whole >= 1024:
+                power = 0
+                while power < 6 and whole % (1024 ** (power + 1)) == 0:
+                    power += 1
+                if power:
+                    suffix = {v: k for k, v in _BINARY.items()}[power]
+                    return f"{sign}{whole // 1024**power}{suffix}"
+                return f"{sign}{whole}"
+        exponent = -9
+        mantissa = int(nanos)
+        while exponent < 18 and mantissa % 1000 == 0:
+            mantissa //= 1000
+            exponent += 3
+        if self.format == "DecimalExponent":
+            return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
+        return f"{sign}{mantissa}{_DECIMAL_SUFFIX[exponent]}"
+
+
+def parse_quantity(text: Any) -> Quantity | None:
+    """resource.ParseQuantity, enough to compare and print; None when it does not parse (decode
+    refuses those)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return Quantity(Decimal(text), "DecimalSI")
+    if isinstance(text, float):
+        return Quantity(Decimal(repr(text)), "DecimalSI")
+    if not isinstance(text, str):
+        return None
+    match = _QUANTITY_RE.match(text.strip())
+    if not match:
+        return None
+    number, suffix = match.groups()
+    try:
+        value = Decimal(number)
+    except InvalidOperation:
+        return None
+    if suffix in _BINARY:
+        return Quantity(value * (1024 ** _BINARY[suffix]), "BinarySI")
+    if suffix in _DECIMAL:
+        return Quantity(value * (Decimal(10) ** _DECIMAL[suffix]), "DecimalSI")
+    exp = re.fullmatch(r"[eE]([-+]?[0-9]+)", suffix)
+    if exp:
+        return Quantity(value * (Decimal(10) ** int(exp.group(1))), "DecimalExponent")
+    return None
+
+
+_STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """helper.IsOvercommitAllowed: native resources other than hugepages."""
+    native = "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
+    return native and not name.startswith("hugepages-")
+
+
+def _resource_name_causes(name: str, path: str) -> list[Cause]:
+    """validateContainerResourceName."""
+    causes = [invalid(path, go_quote(name), m) for m in qualified_name_errors(name)]
+    standard = name in _STANDARD_CONTAINER_RESOURCES or name.startswith("hugepages-")
+    if "/" not in name and not standard:
+        causes.append(invalid(path, go_quote(name), "must be a standard resource for containers"))
+    return causes
+
+
+def resources_causes(resources: Any, path: str) -> list[Cause]:
+    """ValidateResourceRequirements: names, non-negative quantities, integer extended
+    resources, requests <= limits (equal for resources that cannot be overcommitted)."""
+    res = _dict(resources)
+    limits, requests = _dict(res.get("limits")), _dict(res.get("requests"))
+    lim_path, req_path = f"{path}.limits", f"{path}.requests"
+    causes: list[Cause] = []
+    parsed_limits: dict[str, Quantity] = {}
+    for name, raw in limits.items():
+        where = f"{lim_path}[{name}]"
+        causes += _resource_name_causes(name, where)
+        quantity = parse_quantity(raw)
+        if quantity is None:
+            continue
+        causes += _quantity_value_causes(name, quantity, where)
+        parsed_limits[name] = quantity
+    for name, raw in requests.items():
+        where = f"{req_path}[{name}]"
+        causes += _resource_name_causes(name, where)
+        quantity = parse_quantity(raw)
+        if quantity is None:
+            continue
+        causes += _quantity_value_causes(name, quantity, where)
+        limit = parsed_limits.get(name)
+        if limit is not None:
+            if quantity.value != limit.value and not _overcommit_allowed(name):
+                causes.append(
+                    invalid(
+                        req_path,
+                        go_quote(str(quantity)),
+                        f"must be equal to {name} limit of {limit}",
+                    )
+                )
+            elif quantity.value > limit.value:
+                causes.append(
+                    invalid(
+                        req_path,
+                        go_quote(str(quantity)),
+                        f"must be less than or equal to {name} limit of {limit}",
+                    )
+                )
+        elif not _overcommit_allowed(name) and name not in limits:
+            causes.append(_required(lim_path, "Limit must be set for non overcommitable resources"))
+    return causes
+
+
+def _quantity_value_causes(name: str, quantity: Quantity, path: str) -> list[Cause]:
+    """ValidateResourceQuantityValue: not negative; extended resources whole numbers."""
+    if quantity.value < 0:
+        return [invalid(path, go_quote(str(quantity)), "must be greater than or equal to 0")]
+    integer_only = "/" in name and not name.split("/", 1)[0].endswith("kubernetes.io")
+    if integer_only and quantity.value != quantity.value.to_integral_value():
+        return [invalid(path, go_quote(str(quantity)), "must be an integer")]
+    return []
+
+
+# --- volumes ----------------------------------------------------------------------------------
+
+#: validateVolumeSource's order, and the path each names in "more than 1 volume type" (kube's
+#: own spellings, ``downwarAPI`` included).
+_VOLUME_SOURCES = (
+    ("emptyDir", "emptyDir"),
+    ("hostPath", "hostPath"),
+    ("gitRepo", "gitRepo"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("secret", "secret"),
+    ("nfs", "nfs"),
+    ("iscsi", "iscsi"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("persistentVolumeClaim", "persistentVolumeClaim"),
+    ("rbd", "rbd"),
+    ("cinder", "cinder"),
+    ("cephfs", "cephFS"),
+    ("quobyte", "quobyte"),
+    ("downwardAPI", "downwarAPI"),
+    ("fc", "fc"),
+    ("flexVolume", "flexVolume"),
+    ("configMap", "configMap"),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("storageos", "storageos"),
+    ("projected", "projected"),
+    ("scaleIO", "scaleIO"),
+    ("csi", "csi"),
+    ("ephemeral", "ephemeral"),
+    ("image", "image"),
+)
+
+
+_ONE_VOLUME_TYPE = "may not specify more than 1 volume type"
+
+
+def _volume_causes(volumes: list[Any], path: str) -> tuple[set[str], list[Cause]]:
+    """ValidateVolumes: the names of the valid volumes, and the causes."""
+    names: set[str] = set()
+    causes: list[Cause] = []
+    for index, volume in enumerate(volumes):
+        vol = _dict(volume)
+        where = f"{path}[{index}]"
+        found: list[Cause] = []
+        count = 0
+        for key, shown in _VOLUME_SOURCES:
+            if vol.get(key) is None:
+                continue
+            if count:
+                found.append(
+                    _forbidden(f"{where}.{shown}", "may not specify more than 1 volume type")
+                )
+            else:
+                count += 1
+        if not count:
+            found.append(_required(where, "must specify a volume type"))
+        name = _str(vol.get("name"))
+        if not name:
+            found.append(_required(f"{where}.name"))
+        else:
+            found += _label(name, f"{where}.name")
+        if name in names:
+            found.append(_duplicate(f"{where}.name", name))
+        if found:
+            causes += found
+        else:
+            names.add(name)
+    return names, causes
+
+
+def _mount_causes(mounts: list[Any], volumes: set[str], path: str) -> list[Cause]:
+    """ValidateVolumeMounts: names that refer to a volume, mount paths given and unique."""
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for index, mount in enumerate(mounts):
+        mnt = _dict(mount)
+        where = f"{path}[{index}]"
+        name, mount_path = _str(mnt.get("name")), _str(mnt.get("mountPath"))
+        if not name:
+            causes.append(_required(f"{where}.name"))
+        if name not in volumes:
+            causes.append(_not_found(f"{where}.name", name))
+        if not mount_path:
+            causes.append(_required(f"{where}.mountPath"))
+        if mount_path in seen:
+            causes.append(invalid(f"{where}.mountPath", go_quote(mount_path), "must be unique"))
+        seen.add(mount_path)
+        if mnt.get("subPath") and mnt.get("subPathExpr"):
+            causes.append(
+                invalid(
+                    f"{where}.subPathExpr",
+                    go_quote(_str(mnt.get("subPathExpr"))),
+                    "subPathExpr and subPath are mutually exclusive",
+                )
+            )
+    return causes
+
+
+# --- containers -------------------------------------------------------------------------------
+
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+
+
+def _ports_causes(ports: list[Any], path: str) -> list[Cause]:
+    """validateContainerPorts."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for index, raw in enumerate(ports):
+        port = _dict(raw)
+        where = f"{path}[{index}]"
+        name = _str(port.get("name"))
+        if name:
+            problems = port_name_errors(name)
+            if problems:
+                causes += [invalid(f"{where}.name", go_quote(name), m) for m in problems]
+            elif name in names:
+                causes.append(_duplicate(f"{where}.name", name))
+            else:
+                names.add(name)
+        number = _int(port.get("containerPort"))
+        if not number:
+            causes.append(_required(f"{where}.containerPort"))
+        elif not 1 <= number <= 65535:
+            causes.append(invalid(f"{where}.containerPort", str(number), _PORT_RANGE))
+        host = _int(port.get("hostPort"))
+        if host and not 1 <= host <= 65535:
+            causes.append(invalid(f"{where}.hostPort", str(host), _PORT_RANGE))
+        protocol = port.get("protocol")
+        if isinstance(protocol, str):
+            if not protocol:
+                causes.append(_required(f"{where}.protocol"))
+            elif protocol not in _PROTOCOLS:
+                causes.append(_not_supported(f"{where}.protocol", protocol, _PROTOCOLS))
+    return causes
+
+
+_RELAXED_ENV_MSG = (
+    "a valid environment variable name must consist only of printable ASCII characters other "
+    "than '='"
+)
+
+
+def _env_causes(env: list[Any], path: str) -> list[Cause]:
+    """ValidateEnv (names; relaxed rules, RelaxedEnvironmentVariableValidation being GA)."""
+    causes: list[Cause] = []
+    for index, raw in enumerate(env):
+        name = _str(_dict(raw).get("name"))
+        where = f"{path}[{index}].name"
+        if not name:
+            causes.append(_required(where))
+        elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
+            causes.append(invalid(where, go_quote(name), _RELAXED_ENV_MSG))
+    return causes
+
+
+_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc", "sleep")
+_NONNEGATIVE_PROBE_FIELDS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
+
+
+def _handler_causes(handler: Obj, path: str, kinds: tuple[str, ...]) -> list[Cause]:
+    """validateHandler: exactly one handler type, each checked."""
+    causes: list[Cause] = []
+    count = 0
+    for kind in _HANDLERS:
+        if kind not in kinds or handler.get(kind) is None:
+            continue
+        if count:
+            causes.append(_forbidden(f"{path}.{kind}", "may not specify more than 1 handler type"))
+            continue
+        count += 1
+        action = _dict(handler.get(kind))
+        if kind == "exec" and not _list(action.get("command")):
+            causes.append(_required(f"{path}.exec.command"))
+        elif kind in ("httpGet", "tcpSocket"):
+            causes += _port_num_or_name(action.get("port"), f"{path}.{kind}.port")
+            if kind == "httpGet":
+                scheme = action.get("scheme")
+                if isinstance(scheme, str) and scheme not in ("HTTP", "HTTPS"):
+                    causes.append(
+                        _not_supported(f"{path}.httpGet.scheme", scheme, ("HTTP", "HTTPS"))
+                    )
+        elif kind == "grpc":
+            port = _int(action.get("port"))
+            if port is not None and not 1 <= port <= 65535:
+                causes.append(invalid(f"{path}.grpc.port", str(port), _PORT_RANGE))
+    if not count:
+        causes.append(_required(path, "must specify a handler type"))
+    return causes
+
+
+def _probe_causes(probe: Any, path: str, which: str) -> list[Cause]:
+    """validateLivenessProbe / validateReadinessProbe / validateStartupProbe."""
+    if not isinstance(probe, dict):
+        return []
+    causes = _handler_causes(probe, path, ("exec", "httpGet", "tcpSocket", "grpc"))
+    for key in _NONNEGATIVE_PROBE_FIELDS:
+        value = _int(probe.get(key))
+        if value is not None and value < 0:
+            causes.append(
+                invalid(f"{path}.{key}", str(value), "must be greater than or equal to 0")
+            )
+    grace = _int(probe.get("terminationGracePeriodSeconds"))
+    if grace is not None and grace <= 0:
+        causes.append(
+            invalid(f"{path}.terminationGracePeriodSeconds", str(grace), "must be greater than 0")
+        )
+    success = _int(probe.get("successThreshold"))
+    if which in ("liveness", "startup") and success is not None and success != 1:
+        causes.append(invalid(f"{path}.successThreshold", str(success), "must be 1"))
+    if which == "readiness" and probe.get("terminationGracePeriodSeconds") is not None:
+        causes.append(
+            invalid(
+                f"{path}.terminationGracePeriodSeconds",
+                str(probe.get("terminationGracePeriodSeconds")),
+                "must not be set for readinessProbes",
+            )
+        )
+    return causes
+
+
+def _container_common(ctr: Obj, volumes: set[str], path: str) -> list[Cause]:
+    """validateContainerCommon."""
+    causes: list[Cause] = []
+    name = _str(ctr.get("name"))
+    if not name:
+        causes.append(_required(f"{path}.name"))
+    else:
+        causes += _label(name, f"{path}.name")
+    if not _str(ctr.get("image")):
+        causes.append(_required(f"{path}.image"))
+    policy = ctr.get("terminationMessagePolicy")
+    if isinstance(policy, str) and policy not in _TERMINATION_MESSAGE_POLICIES:
+        causes.append(
+            _required(f"{path}.terminationMessagePolicy")
+            if not policy
+            else _not_supported(
+                f"{path}.terminationMessagePolicy", policy, _TERMINATION_MESSAGE_POLICIES
+            )
+        )
+    causes += _ports_causes(_list(ctr.get("ports")), f"{path}.ports")
+    causes += _env_causes(_list(ctr.get("env")), f"{path}.env")
+    causes += _mount_causes(_list(ctr.get("volumeMounts")), volumes, f"{path}.volumeMounts")
+    pull = ctr.get("imagePullPolicy")
+    if isinstance(pull, str) and pull not in _PULL_POLICIES:
+        causes.append(
+            _required(f"{path}.imagePullPolicy")
+            if not pull
+            else _not_supported(f"{path}.imagePullPolicy", pull, _PULL_POLICIES)
+        )
+    causes += resources_causes(ctr.get("resources"), f"{path}.resources")
+    return causes
+
+
+def _probes(ctr: Obj, path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    lifecycle = ctr.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            if isinstance(lifecycle.get(hook), dict):
+                causes += _handler_causes(
+                    lifecycle[hook],
+                    f"{path}.lifecycle.{hook}",
+                    ("exec", "httpGet", "tcpSocket", "sleep"),
+                )
+    causes += _probe_causes(ctr.get("livenessProbe"), f"{path}.livenessProbe", "liveness")
+    causes += _probe_causes(ctr.get("readinessProbe"), f"{path}.readinessProbe", "readiness")
+    causes += _probe_causes(ctr.get("startupProbe"), f"{path}.startupProbe", "startup")
+    return causes
+
+
+def _host_port_causes(containers: list[Obj], path: str) -> list[Cause]:
+    """checkHostPortConflicts: ``<protocol>/<hostIP>/<hostPort>`` once across containers."""
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for ci, ctr in enumerate(containers):
+        for pi, raw in enumerate(_list(ctr.get("ports"))):
+            port = _dict(raw)
+            host = _int(port.get("hostPort"))
+            if not host:
+                continue
+            key = f"{_str(port.get('protocol'))}/{_str(port.get('hostIP'))}/{host}"
+            if key in seen:
+                causes.append(_duplicate(f"{path}[{ci}].ports[{pi}].hostPort", key))
+            seen.add(key)
+    return causes
+
+
+def _containers_causes(containers: list[Any], volumes: set[str], path: str) -> list[Cause]:
+    """validateContainers."""
+    if not containers:
+        return [_required(path)]
+    causes: list[Cause] = []
+    names: set[str] = set()
+    ctrs = [_dict(c) for c in containers]
+    for index, ctr in enumerate(ctrs):
+        where = f"{path}[{index}]"
+        causes += _container_common(ctr, volumes, where)
+        name = _str(ctr.get("name"))
+        if name in names:
+            causes.append(_duplicate(f"{where}.name", name))
+        else:
+            names.add(name)
+        causes += _probes(ctr, where)
+        if ctr.get("restartPolicy") is not None:
+            causes.append(
+                _forbidden(f"{where}.restartPolicy", "may not be set for non-init containers")
+            )
+    return causes + _host_port_causes(ctrs, path)
+
+
+_INIT_FORBIDDEN = "may not be set for init containers without restartPolicy=Always"
+
+
+def _init_containers_causes(
+    init: list[Any], regular: list[Any], volumes: set[str], path: str
+) -> list[Cause]:
+    """validateInitContainers."""
+    causes: list[Cause] = []
+    names = {_str(_dict(c).get("name")) for c in regular}
+    for index, raw in enumerate(init):
+        ctr = _dict(raw)
+        where = f"{path}[{index}]"
+        causes += _container_common(ctr, volumes, where)
+        policy = ctr.get("restartPolicy")
+        if isinstance(policy, str) and policy != "Always":
+            causes.append(_not_supported(f"{where}.restartPolicy", policy, ("Always",)))
+        name = _str(ctr.get("name"))
+        if name in names:
+            causes.append(_duplicate(f"{where}.name", name))
+        elif name:
+            names.add(name)
+        causes += _host_port_causes([ctr], path)
+        if policy == "Always":
+            causes += _probes(ctr, where)
+        else:
+            for key in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+                if ctr.get(key) is not None:
+                    causes.append(_forbidden(f"{where}.{key}", _INIT_FORBIDDEN))
+    return causes
+
+
+# --- the pod spec -----------------------------------------------------------------------------
 
 
 def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
     """The causes of a 422 for a pod spec at ``path`` (``spec`` for a Pod,
     ``spec.template.spec`` for a workload's template)."""
-    return []
+    if not isinstance(spec, dict):
+        return [_required(f"{path}.containers")]
+    volumes, causes = _volume_causes(_list(spec.get("volumes")), f"{path}.volumes")
+    containers = _list(spec.get("containers"))
+    causes += _containers_causes(containers, volumes, f"{path}.containers")
+    causes += _init_containers_causes(
+        _list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
+    )
+    restart = spec.get("restartPolicy")
+    if isinstance(restart, str) and restart not in _RESTART_POLICIES:
+        causes.append(
+            _required(f"{path}.restartPolicy")
+            if not restart
+            else _not_supported(f"{path}.restartPolicy", restart, _RESTART_POLICIES)
+        )
+    dns = spec.get("dnsPolicy")
+    if isinstance(dns, str) and dns not in _DNS_POLICIES:
+        causes.append(
+            _required(f"{path}.dnsPolicy")
+            if not dns
+            else _not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES)
+        )
+    if dns == "None" and not isinstance(spec.get("dnsConfig"), dict):
+        causes.append(
+            _required(f"{path}.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
+        )
+    causes += label_causes(spec.get("nodeSelector"), f"{path}.nodeSelector")
+    deadline = _int(spec.get("activeDeadlineSeconds"))
+    if deadline is not None and not 1 <= deadline <= 2**31 - 1:
+        causes.append(
+            invalid(
+                f"{path}.activeDeadlineSeconds",
+                str(deadline),
+                f"must be between 1 and {2**31 - 1}, inclusive",
+            )
+        )
+    for key in ("hostname", "subdomain"):
+        value = _str(spec.get(key))
+        if value:
+            causes += _label(value, f"{path}.{key}")
+    return causes
+
+
+def _template_causes(template: Any, path: str) -> list[Cause]:
+    """ValidatePodTemplateSpec: the template's labels and annotations, and its pod spec."""
+    tmpl = _dict(template)
+    meta = _dict(tmpl.get("metadata"))
+    return (
+        label_causes(meta.get("labels"), f"{path}.metadata.labels")
+        + annotation_causes(meta.get("annotations"), f"{path}.metadata.annotations")
+        + pod_spec_causes(tmpl.get("spec"), f"{path}.spec")
+    )
+
+
+def validate_pod(obj: Obj, old: Obj | None) -> list[Cause]:
+    return pod_spec_causes(obj.get("spec"), "spec")
+
+
+def validate_pod_template(obj: Obj, old: Obj | None) -> list[Cause]:
+    return _template_causes(obj.get("template"), "template")
+
+
+def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
+    """ValidateReplicationControllerSpec's template part (the selector rules are the workload
+    validators'): a template is required to create pods from."""
+    spec = _dict(obj.get("spec"))
+    template = spec.get("template")
+    if template is None:
+        return [_required("spec.template")]
+    return _template_causes(template, "spec.template")
+
+
+VALIDATORS: dict[Kind, Validator] = {
+    ("", "Pod"): validate_pod,
+    ("", "PodTemplate"): validate_pod_template,
+    ("", "ReplicationController"): validate_replication_controller,
+}
+
+__all__ = ["VALIDATORS", "parse_quantity", "pod_spec_causes", "resources_causes"]

@@ -1,8 +1,635 @@
 """Validation: apps/v1 workloads: selector required and matching the template, immutable selector,
-replicas (pkg/apis/apps/validation)."""
+replicas, update strategies (pkg/apis/apps/validation; the selector's immutability is
+pkg/registry/apps/*/strategy.go ``ValidateUpdate`` for apps/v1).
+
+Also the field-error helpers the batch, networking and rbac rule modules share: apimachinery's
+``field.Error`` texts (``Required value``, ``Invalid value: <v>``, ``Unsupported value: <v>:
+supported values: ...``, ``Forbidden``) and its rendering of a bad value as kube-apiserver 1.34+
+prints it (field/errors.go ``ErrorBody``: int64/int32/bool bare, a ``string`` with ``%q``, and
+anything else, maps, structs, typed strings, pointers, as Go's ``json.Marshal`` writes it). Kinds
+whose Go type is internal (no JSON tags) are rendered with Go's field names, as kube does.
+
+An absent field that kube's defaulting always fills (``SetDefaults_*`` runs before validation) is
+validated as its default, so these rules hold whether or not the defaulters ran first.
+"""
 
 from __future__ import annotations
 
-from kubelite.api.kinds.rules import Kind, Validator
+import json
+import re
+from collections.abc import Callable
+from typing import Any
 
-VALIDATORS: dict[Kind, Validator] = {}
+from kubelite.api.errors import Cause
+from kubelite.api.kinds.rules import Kind, Validator
+from kubelite.api.kinds.validation import pods
+from kubelite.api.selectors import _label_key_errors, _label_value_errors
+
+Obj = dict[str, Any]
+
+# -- field errors ----------------------------------------------------------------------------
+
+
+class Struct(dict[str, Any]):
+    """A Go struct's JSON: fields in declaration order (a plain dict is a Go map: sorted keys)."""
+
+
+def go_json(value: Any) -> str:
+    """``json.Marshal`` of a Go value built from decoded JSON: maps with sorted keys, structs
+    (:class:`Struct`) in field order, compact, HTML characters escaped as Go does."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, Struct):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, dict):
+            return {k: norm(v[k]) for k in sorted(v)}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+
+    text = json.dumps(norm(value), separators=(",", ":"), ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(ch, esc)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def go_quote(text: str) -> str:
+    from kubelite.api.errors import go_quote as quote
+
+    return quote(text)
+
+
+def render(value: Any) -> str:
+    """A bad value as ``field.Error`` prints it: a Go ``string`` quoted with ``%q``, numbers and
+    booleans bare, anything else as JSON. Pass :class:`Typed` for a typed Go string."""
+    if isinstance(value, Typed):
+        return go_json(str(value))
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return go_json(value)
+
+
+class Typed(str):
+    """A value of a named Go string type (``RestartPolicy``, ``PathType``): printed as JSON."""
+
+
+def required(path: str, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
+
+
+def invalid(path: str, value: Any, detail: str = "") -> Cause:
+    text = f"Invalid value: {render(value)}" + (f": {detail}" if detail else "")
+    return Cause("FieldValueInvalid", text, path)
+
+
+def not_supported(path: str, value: Any, supported: list[str]) -> Cause:
+    listed = ", ".join(go_quote(s) for s in supported)
+    text = f"Unsupported value: {render(value)}" + (
+        f": supported values: {listed}" if supported else ""
+    )
+    return Cause("FieldValueNotSupported", text, path)
+
+
+def forbidden(path: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", "Forbidden" + (f": {detail}" if detail else ""), path)
+
+
+def too_many(path: str, actual: int, most: int) -> Cause:
+    items = "item" if most == 1 else "items"
+    return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {most} {items}", path)
+
+
+IMMUTABLE = "field is immutable"
+NEGATIVE = "must be greater than or equal to 0"
+
+
+def nonnegative(value: Any, path: str) -> list[Cause]:
+    """ValidateNonnegativeField."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return [invalid(path, value, NEGATIVE)]
+    return []
+
+
+def as_dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# -- label selectors (apimachinery meta/v1/validation) -----------------------------------------
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def selector_value(selector: Any) -> Struct:
+    """A metav1.LabelSelector as ``json.Marshal`` writes it (both fields omitempty)."""
+    sel = as_dict(selector)
+    out = Struct()
+    if sel.get("matchLabels"):
+        out["matchLabels"] = sel["matchLabels"]
+    exprs = []
+    for e in as_list(sel.get("matchExpressions")):
+        e = as_dict(e)
+        req = Struct(key=as_str(e.get("key")), operator=as_str(e.get("operator")))
+        if e.get("values"):
+            req["values"] = e["values"]
+        exprs.append(req)
+    if exprs:
+        out["matchExpressions"] = exprs
+    return out
+
+
+def label_causes(labels: Any, path: str) -> list[Cause]:
+    """ValidateLabels: each key a qualified name, each value a label value."""
+    causes: list[Cause] = []
+    found = as_dict(labels)
+    for key in sorted(found):  # Go ranges over the map in random order
+        value = found[key]
+        causes += [invalid(path, key, m) for m in _label_key_errors(key)]
+        if isinstance(value, str):
+            causes += [invalid(path, value, m) for m in _label_value_errors(value)]
+    return causes
+
+
+def selector_causes(selector: Any, path: str) -> list[Cause]:
+    """ValidateLabelSelector (AllowInvalidLabelValueInSelector false)."""
+    sel = as_dict(selector)
+    causes = label_causes(sel.get("matchLabels"), f"{path}.matchLabels")
+    for i, expr in enumerate(as_list(sel.get("matchExpressions"))):
+        expr = as_dict(expr)
+        at = f"{path}.matchExpressions[{i}]"
+        op, values = as_str(expr.get("operator")), as_list(expr.get("values"))
+        if op in ("In", "NotIn"):
+            if not values:
+                causes.append(
+                    required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+                )
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(
+                    forbidden(
+                        f"{at}.values",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    )
+                )
+        else:
+            causes.append(invalid(f"{at}.operator", Typed(op), "not a valid selector operator"))
+        key = as_str(expr.get("key"))
+        causes += [invalid(f"{at}.key", key, m) for m in _label_key_errors(key)]
+        for j, value in enumerate(values):
+            if isinstance(value, str):
+                causes += [
+                    invalid(f"{at}.values[{j}]", value, m) for m in _label_value_errors(value)
+                ]
+    return causes
+
+
+def selector_parses(selector: Any) -> bool:
+    """Whether LabelSelectorAsSelector succeeds (a known operator, In/NotIn with values,
+    Exists/DoesNotExist without, valid keys and values)."""
+    return not selector_causes(selector, "")
+
+
+def selector_empty(selector: Any) -> bool:
+    sel = as_dict(selector)
+    return not sel.get("matchLabels") and not sel.get("matchExpressions")
+
+
+def selector_matches(selector: Any, labels: Any) -> bool:
+    """LabelSelectorAsSelector(selector).Matches(labels); an empty selector matches everything."""
+    sel, have = as_dict(selector), as_dict(labels)
+    for name, wanted in as_dict(sel.get("matchLabels")).items():
+        if have.get(name) != wanted:
+            return False
+    for item in as_list(sel.get("matchExpressions")):
+        expr = as_dict(item)
+        key, op, values = as_str(expr.get("key")), expr.get("operator"), as_list(expr.get("values"))
+        present = key in have
+        if op == "In" and not (present and have[key] in values):
+            return False
+        if op == "NotIn" and present and have[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def mismatch(selector: Any, labels: Any) -> bool:
+    """``!selector.Empty() && !selector.Matches(labels)`` for LabelSelectorAsSelector(selector):
+    a nil selector is ``Nothing()`` (matches nothing), an empty one ``Everything()``."""
+    if not isinstance(selector, dict):
+        return True
+    return not selector_empty(selector) and not selector_matches(selector, labels)
+
+
+def labels_value(labels: Any) -> Any:
+    """A template's labels as field errors print them (a nil map is ``null``)."""
+    return labels if isinstance(labels, dict) else None
+
+
+# -- int-or-percent (ValidatePositiveIntOrPercent, IsNotMoreThan100Percent) -----------------------
+
+_PERCENT = re.compile(r"[0-9]+%")
+PERCENT_MESSAGE = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
+
+
+def int_or_percent_causes(value: Any, path: str) -> list[Cause]:
+    if isinstance(value, str):
+        if not _PERCENT.fullmatch(value):
+            return [invalid(path, Typed(value), PERCENT_MESSAGE)]
+        if int(value[:-1]) > 100:
+            return [invalid(path, Typed(value), "must not be greater than 100%")]
+        return []
+    return nonnegative(value, path)
+
+
+def int_or_percent_value(value: Any) -> int:
+    """getIntOrPercentValue: a percent's number, an int's value, 0 for anything else."""
+    if isinstance(value, str):
+        return int(value[:-1]) if _PERCENT.fullmatch(value) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _int_or_string(value: Any) -> Any:
+    return value if value is not None else 0
+
+
+# -- workloads --------------------------------------------------------------------------------
+
+
+def _template_causes(
+    spec: Obj, selector_ok: bool, kind_word: str, *, check_pod_spec: bool = True
+) -> list[Cause]:
+    """ValidatePodTemplateSpecForReplicaSet and the template checks every apps kind shares."""
+    template = as_dict(spec.get("template"))
+    meta = as_dict(template.get("metadata"))
+    causes: list[Cause] = []
+    selector = spec.get("selector")
+    if selector_ok and mismatch(selector, meta.get("labels")):
+        causes.append(
+            invalid(
+                "spec.template.metadata.labels",
+                labels_value(meta.get("labels")),
+                "`selector` does not match template `labels`",
+            )
+        )
+    if check_pod_spec:
+        causes += label_causes(meta.get("labels"), "spec.template.labels")
+        causes += pods.pod_spec_causes(template.get("spec") or {}, "spec.template.spec")
+    causes += _restart_always(template, kind_word)
+    return causes
+
+
+def _restart_always(template: Obj, kind_word: str) -> list[Cause]:
+    pod = as_dict(template.get("spec"))
+    causes: list[Cause] = []
+    policy = pod.get("restartPolicy") or "Always"
+    if policy != "Always":
+        causes.append(not_supported("spec.template.spec.restartPolicy", Typed(policy), ["Always"]))
+    if pod.get("activeDeadlineSeconds") is not None:
+        causes.append(
+            forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                f"activeDeadlineSeconds in {kind_word} is not Supported",
+            )
+        )
+    return causes
+
+
+def _selector_block(spec: Obj, word: str) -> tuple[list[Cause], bool]:
+    """The selector rules of Deployment, ReplicaSet and StatefulSet: required, valid, not empty;
+    and whether LabelSelectorAsSelector succeeds."""
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        return [required("spec.selector")], True  # a nil selector converts to Nothing()
+    causes = selector_causes(selector, "spec.selector")
+    if selector_empty(selector):
+        causes.append(invalid("spec.selector", selector_value(selector), word))
+    return causes, selector_parses(selector)
+
+
+def _immutable_selector(new: Obj, old: Obj | None) -> list[Cause]:
+    if old is None:
+        return []
+    a, b = as_dict(new.get("spec")).get("selector"), as_dict(old.get("spec")).get("selector")
+    if selector_value(a) != selector_value(b) or (a is None) != (b is None):
+        value = selector_value(a) if isinstance(a, dict) else None
+        return [invalid("spec.selector", value, IMMUTABLE)]
+    return []
+
+
+def _rolling_deployment(strategy: Obj) -> list[Cause]:
+    path = "spec.strategy"
+    stype = strategy.get("type") or "RollingUpdate"
+    rolling = strategy.get("rollingUpdate")
+    if stype == "Recreate":
+        if rolling is not None:
+            return [
+                forbidden(
+                    f"{path}.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                )
+            ]
+        return []
+    if stype == "RollingUpdate":
+        ru = as_dict(rolling)
+        unavailable = ru.get("maxUnavailable", "25%")
+        surge = ru.get("maxSurge", "25%")
+        at = f"{path}.rollingUpdate"
+        causes = _positive_int_or_percent(unavailable, f"{at}.maxUnavailable")
+        causes += _positive_int_or_percent(surge, f"{at}.maxSurge")
+        if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
+            causes.append(
+                invalid(
+                    f"{at}.maxUnavailable",
+                    _int_or_string(unavailable),
+                    "may not be 0 when `maxSurge` is 0",
+                )
+            )
+        causes += _not_over_100(unavailable, f"{at}.maxUnavailable")
+        return causes
+    value = Struct(Type=stype, RollingUpdate=_go_rolling(rolling))
+    return [not_supported(path, value, ["Recreate", "RollingUpdate"])]
+
+
+def _go_rolling(rolling: Any) -> Any:
+    if not isinstance(rolling, dict):
+        return None
+    return Struct(
+        MaxUnavailable=_int_or_string(rolling.get("maxUnavailable")),
+        MaxSurge=_int_or_string(rolling.get("maxSurge")),
+    )
+
+
+def _positive_int_or_percent(value: Any, path: str) -> list[Cause]:
+    """ValidatePositiveIntOrPercent (the format and sign, not the 100% bound)."""
+    if isinstance(value, str):
+        if not _PERCENT.fullmatch(value):
+            return [invalid(path, Typed(value), PERCENT_MESSAGE)]
+        return []
+    return nonnegative(value, path)
+
+
+def _not_over_100(value: Any, path: str) -> list[Cause]:
+    if isinstance(value, str) and _PERCENT.fullmatch(value) and int(value[:-1]) > 100:
+        return [invalid(path, Typed(value), "must not be greater than 100%")]
+    return []
+
+
+def validate_deployment(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec = as_dict(obj.get("spec"))
+    causes = nonnegative(spec.get("replicas"), "spec.replicas")
+    block, ok = _selector_block(spec, "empty selector is invalid for deployment")
+    causes += block
+    if not ok:
+        causes.append(
+            invalid("spec.selector", selector_value(spec.get("selector")), "invalid label selector")
+        )
+    else:
+        causes += _template_causes(spec, True, "ReplicaSet")
+    causes += _rolling_deployment(as_dict(spec.get("strategy")))
+    min_ready = spec.get("minReadySeconds")
+    causes += nonnegative(min_ready, "spec.minReadySeconds")
+    causes += nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
+    deadline = spec.get("progressDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool):
+        causes += nonnegative(deadline, "spec.progressDeadlineSeconds")
+        ready = min_ready if isinstance(min_ready, int) else 0
+        if deadline <= ready:
+            causes.append(
+                invalid(
+                    "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
+                )
+            )
+    return causes + _immutable_selector(obj, old)
+
+
+def validate_replicaset(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec = as_dict(obj.get("spec"))
+    causes = nonnegative(spec.get("replicas"), "spec.replicas")
+    causes += nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
+    # kube's text says "deployment" for ReplicaSets too (ValidateReplicaSetSpec)
+    block, ok = _selector_block(spec, "empty selector is invalid for deployment")
+    causes += block
+    if not ok:
+        causes.append(
+            invalid("spec.selector", selector_value(spec.get("selector")), "invalid label selector")
+        )
+    else:
+        causes += _template_causes(spec, True, "ReplicaSet")
+    return causes + _immutable_selector(obj, old)
+
+
+def _daemonset_strategy(strategy: Obj) -> list[Cause]:
+    path = "spec.updateStrategy"
+    stype = strategy.get("type") or "RollingUpdate"
+    if stype == "OnDelete":
+        return []
+    if stype == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate")
+        ru = as_dict(rolling) if rolling is not None else {"maxUnavailable": 1, "maxSurge": 0}
+        at = f"{path}.rollingUpdate"
+        unavailable = ru.get("maxUnavailable", 1)
+        surge = ru.get("maxSurge", 0)
+        causes = _positive_int_or_percent(unavailable, f"{at}.maxUnavailable")
+        causes += _positive_int_or_percent(surge, f"{at}.maxSurge")
+        causes += _not_over_100(unavailable, f"{at}.maxUnavailable")
+        causes += _not_over_100(surge, f"{at}.maxSurge")
+        has_unavailable = int_or_percent_value(unavailable) != 0
+        has_surge = int_or_percent_value(surge) != 0
+        if has_unavailable and has_surge:
+            causes.append(
+                invalid(
+                    f"{at}.maxSurge",
+                    _int_or_string(surge),
+                    "may not be set when maxUnavailable is non-zero",
+                )
+            )
+        elif not has_unavailable and not has_surge:
+            causes.append(required(f"{at}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+        return causes
+    value = Struct(Type=stype, RollingUpdate=_go_rolling(strategy.get("rollingUpdate")))
+    return [not_supported(path, value, ["RollingUpdate", "OnDelete"])]
+
+
+def validate_daemonset(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec = as_dict(obj.get("spec"))
+    selector = spec.get("selector")
+    causes = selector_causes(selector, "spec.selector") if isinstance(selector, dict) else []
+    template = as_dict(spec.get("template"))
+    labels = as_dict(template.get("metadata")).get("labels")
+    # a nil selector converts to Nothing(), which matches no labels
+    if not isinstance(selector, dict) or (
+        selector_parses(selector) and not selector_matches(selector, labels)
+    ):
+        causes.append(
+            invalid(
+                "spec.template.metadata.labels",
+                labels_value(labels),
+                "`selector` does not match template `labels`",
+            )
+        )
+    if isinstance(selector, dict) and selector_empty(selector):
+        causes.append(
+            invalid(
+                "spec.selector", selector_value(selector), "empty selector is invalid for daemonset"
+            )
+        )
+    causes += label_causes(labels, "spec.template.labels")
+    causes += pods.pod_spec_causes(template.get("spec") or {}, "spec.template.spec")
+    causes += _restart_always(template, "DaemonSet")
+    causes += nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
+    causes += nonnegative(spec.get("templateGeneration"), "spec.templateGeneration")
+    causes += _daemonset_strategy(as_dict(spec.get("updateStrategy")))
+    causes += nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit")
+    return causes + _immutable_selector(obj, old)
+
+
+_STATEFULSET_MUTABLE = (
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+
+
+def _statefulset_strategy(strategy: Obj) -> list[Cause]:
+    path = "spec.updateStrategy"
+    stype = strategy.get("type") or "RollingUpdate"
+    rolling = strategy.get("rollingUpdate")
+    if stype == "OnDelete":
+        if rolling is not None:
+            value = Struct(
+                Partition=as_dict(rolling).get("partition", 0),
+                MaxUnavailable=as_dict(rolling).get("maxUnavailable"),
+            )
+            return [
+                invalid(
+                    f"{path}.rollingUpdate",
+                    value,
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                )
+            ]
+        return []
+    if stype == "RollingUpdate":
+        if rolling is None:
+            return []
+        ru, at = as_dict(rolling), f"{path}.rollingUpdate"
+        causes = nonnegative(ru.get("partition", 0), f"{at}.partition")
+        unavailable = ru.get("maxUnavailable")
+        if unavailable is not None:
+            causes += _positive_int_or_percent(unavailable, f"{at}.maxUnavailable")
+            if int_or_percent_value(unavailable) == 0:
+                causes.append(invalid(f"{at}.maxUnavailable", unavailable, "cannot be 0"))
+            causes += _not_over_100(unavailable, f"{at}.maxUnavailable")
+        return causes
+    value = Struct(
+        Type=stype,
+        RollingUpdate=None
+        if rolling is None
+        else Struct(
+            Partition=as_dict(rolling).get("partition", 0),
+            MaxUnavailable=as_dict(rolling).get("maxUnavailable"),
+        ),
+    )
+    return [invalid(path, value, "must be 'RollingUpdate' or 'OnDelete'")]
+
+
+def _retention(policy: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    if not isinstance(policy, dict):
+        return causes
+    for key in ("whenDeleted", "whenScaled"):
+        value = policy.get(key) or "Retain"
+        if value not in ("Retain", "Delete"):
+            causes.append(
+                not_supported(
+                    f"spec.persistentVolumeClaimRetentionPolicy.{key}",
+                    Typed(value),
+                    ["Retain", "Delete"],
+                )
+            )
+    return causes
+
+
+def validate_statefulset(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec = as_dict(obj.get("spec"))
+    causes: list[Cause] = []
+    policy = spec.get("podManagementPolicy") or "OrderedReady"
+    if policy not in ("OrderedReady", "Parallel"):
+        causes.append(
+            invalid(
+                "spec.podManagementPolicy", Typed(policy), "must be 'OrderedReady' or 'Parallel'"
+            )
+        )
+    causes += _statefulset_strategy(as_dict(spec.get("updateStrategy")))
+    causes += _retention(spec.get("persistentVolumeClaimRetentionPolicy"))
+    causes += nonnegative(spec.get("replicas"), "spec.replicas")
+    causes += nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
+    ordinals = spec.get("ordinals")
+    if isinstance(ordinals, dict):
+        causes += nonnegative(ordinals.get("start"), "spec.ordinals.start")
+    block, ok = _selector_block(spec, "empty selector is invalid for statefulset")
+    causes += block
+    if not ok:
+        causes.append(invalid("spec.selector", selector_value(spec.get("selector"))))
+    else:
+        # ValidatePodTemplateSpecForStatefulSet: the selector match and the template's labels
+        # and annotations, not the pod spec (kube's TODO), then restartPolicy.
+        template = as_dict(spec.get("template"))
+        meta = as_dict(template.get("metadata"))
+        selector = spec.get("selector")
+        if mismatch(selector, meta.get("labels")):
+            causes.append(
+                invalid(
+                    "spec.template.metadata.labels",
+                    labels_value(meta.get("labels")),
+                    "`selector` does not match template `labels`",
+                )
+            )
+        causes += label_causes(meta.get("labels"), "spec.template.labels")
+    causes += _restart_always(as_dict(spec.get("template")), "StatefulSet")
+    if old is not None:
+        new_rest = {k: v for k, v in spec.items() if k not in _STATEFULSET_MUTABLE}
+        old_spec = as_dict(old.get("spec"))
+        old_rest = {k: v for k, v in old_spec.items() if k not in _STATEFULSET_MUTABLE}
+        if new_rest != old_rest:
+            causes.append(
+                forbidden(
+                    "spec",
+                    "updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+                    "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
+                    "'minReadySeconds' are forbidden",
+                )
+            )
+    return causes
+
+
+def _kinds() -> dict[Kind, Validator]:
+    table: dict[Kind, Callable[[Obj, Obj | None], list[Cause]]] = {
+        ("apps", "Deployment"): validate_deployment,
+        ("apps", "ReplicaSet"): validate_replicaset,
+        ("apps", "DaemonSet"): validate_daemonset,
+        ("apps", "StatefulSet"): validate_statefulset,
+    }
+    return dict(table)
+
+
+VALIDATORS: dict[Kind, Validator] = _kinds()
