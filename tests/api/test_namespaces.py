@@ -354,3 +354,15 @@ async def test_the_first_delete_applies_the_propagation_policy(lifecycle: Cluste
     marked = await lifecycle.delete("o", propagation_policy="Orphan")
     assert marked["metadata"]["finalizers"] == ["orphan"]
     assert marked["status"]["phase"] == "Terminating"
+
+
+async def test_finalizer_names_are_checked_on_create(lifecycle: Cluster) -> None:
+    namespaces = kind(lifecycle.catalogue, "", "namespaces")
+    body = {"metadata": {"name": "f"}, "spec": {"finalizers": [""]}}
+    with pytest.raises(APIError) as exc:
+        await lifecycle.registry.create(namespaces, None, body)
+    assert (exc.value.code, exc.value.message) == (
+        422,
+        'Namespace "f" is invalid: spec.finalizers[0]: Invalid value: "": name is neither a '
+        "standard finalizer name nor is it fully qualified",
+    )

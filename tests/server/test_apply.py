@@ -638,3 +638,14 @@ def test_conflicts_come_before_strict_decoding_and_options_fail_together(server:
         'non-apply patch, fieldManager: Invalid value: "a\\x01": invalid character U+0001 (at '
         "position 1)]"
     )
+
+
+def test_an_apply_is_decoded_as_any_write(server: Server) -> None:
+    body = deployment([{"name": "app", "image": "app:1", "command": [7]}])
+    code, status = apply(server, DEPLOY + "/web", body, "ci")
+    assert code == 422, status
+    assert status["message"].endswith(
+        "json: cannot unmarshal number into Go struct field "
+        "Container.spec.template.spec.containers.command of type string"
+    )
+    assert server.request("GET", DEPLOY + "/web")[0] == 404

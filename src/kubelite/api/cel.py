@@ -346,10 +346,14 @@ def _sets_intersects(a: Any, b: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
+    """RE2, as kube's library (and Go) uses: linear time, so a rule's pattern cannot stall the
+    server, and Perl-only syntax (lookarounds, backreferences) is refused as Go refuses it."""
+    import re2  # type: ignore[import-untyped]
+
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return re2.compile(pattern)
+    except re2.error as exc:
         raise _Fail(f"error parsing regexp: {exc}: `{pattern}`") from None
 
 

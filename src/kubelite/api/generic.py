@@ -233,6 +233,9 @@ class GenericStore:
                     raise errors.not_found(self.info.plural, self.info.group, name)
                 new = await update(None)
                 return await self._create_on_update(ctx, name, new, opts)
+            # kube defaults what it reads from storage: an object stored before a default
+            # existed is compared (immutable fields, no-ops) as it reads today
+            chosen.default(self.info, current)
             new = await update(current)
             if new is current:
                 raise TypeError("an ObjectUpdate must return a new object, not change current")

@@ -587,7 +587,10 @@ class Selection:
         meta = obj.get("metadata") or {}
         if self.name is not None and meta.get("name") != self.name:
             return False
-        if self.labels is not None and not self.labels.matches(meta.get("labels") or {}):
+        labels = meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = {}  # stored before labels were checked, of another shape: no labels
+        if self.labels is not None and not self.labels.matches(labels):
             return False
         if self.fields is None or self.fields.empty:
             return True

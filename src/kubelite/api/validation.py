@@ -258,17 +258,19 @@ _KEY_TOKEN = re.compile(rb'"\s*:')
 
 
 def _key_count(node: Any) -> int:
-    """The keys of every object in ``node`` (empty containers and scalars are not entered:
-    managedFields' FieldsV1 is mostly ``{}``)."""
-    if type(node) is dict:
-        count = len(node)
-        for value in node.values():
-            if value and (type(value) is dict or type(value) is list):
-                count += _key_count(value)
-        return count
-    if type(node) is list:
-        return sum(_key_count(v) for v in node if v and (type(v) is dict or type(v) is list))
-    return 0
+    """The keys of every object in ``node``, counted without recursion (bodies may nest
+    thousands deep); empty containers and scalars are not entered (managedFields' FieldsV1 is
+    mostly ``{}``)."""
+    count = 0
+    pending = [node]
+    while pending:
+        value = pending.pop()
+        if type(value) is dict:
+            count += len(value)
+            pending.extend(v for v in value.values() if v and type(v) in (dict, list))
+        elif type(value) is list:
+            pending.extend(v for v in value if v and type(v) in (dict, list))
+    return count
 
 
 def may_repeat_keys(raw: bytes, decoded: Any) -> bool:

@@ -185,6 +185,8 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             force=force, field_validation=mode, warnings=warnings,
             subresource=request.info.subresource, reset=reset,
         )  # fmt: skip
+        if decoding.builtin(target.object_info):
+            patched = _decoded(target.object_info, patched)
     else:
         patched = patch_update(
             target.info,

@@ -99,6 +99,9 @@ class NamespaceStrategy(BuiltinStrategy):
     def should_delete_during_update(self, obj: Obj) -> bool:
         return super().should_delete_during_update(obj) and not deletion_held(obj)
 
+    def validate(self, info: ResourceInfo, obj: Obj) -> list[Cause]:
+        return super().validate(info, obj) + finalizer_causes(obj)
+
     def canonicalize(self, info: ResourceInfo, obj: Obj) -> None:
         """The label ``kubernetes.io/metadata.name: <name>`` on every write, whatever was sent
         (kube's namespaceStrategy.Canonicalize, with SetDefaults_Namespace before admission)."""
@@ -125,19 +128,24 @@ class FinalizeStrategy(StatusStrategy):
         keep_generation(new, old)
 
     def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
-        raw = (new.get("spec") or {}).get("finalizers") or []
-        if not isinstance(raw, list):
-            raise errors.bad_request("spec.finalizers must be a list")
-        return [
-            Cause(
-                "FieldValueInvalid",
-                f'Invalid value: "{value}": name is neither a standard finalizer name nor is it '
-                "fully qualified",
-                f"spec.finalizers[{i}]",
-            )
-            for i, value in enumerate(raw)
-            if not isinstance(value, str) or (value != KUBERNETES_FINALIZER and "/" not in value)
-        ]
+        return finalizer_causes(new)
+
+
+def finalizer_causes(obj: Obj) -> list[Cause]:
+    """ValidateNamespace's rule for ``spec.finalizers``: ``kubernetes`` or qualified names."""
+    raw = (obj.get("spec") or {}).get("finalizers") or []
+    if not isinstance(raw, list):
+        raise errors.bad_request("spec.finalizers must be a list")
+    return [
+        Cause(
+            "FieldValueInvalid",
+            f'Invalid value: "{value}": name is neither a standard finalizer name nor is it '
+            "fully qualified",
+            f"spec.finalizers[{i}]",
+        )
+        for i, value in enumerate(raw)
+        if not isinstance(value, str) or (value != KUBERNETES_FINALIZER and "/" not in value)
+    ]
 
 
 class NamespaceStore(GenericStore):

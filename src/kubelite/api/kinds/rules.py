@@ -11,6 +11,7 @@ the strategies.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,14 +43,35 @@ def register(
 class BuiltinStrategy(Strategy):
     """A built-in kind's strategy: the flags and hooks of :class:`Strategy`, plus the kind's
     defaulters and validators from the tables. A subclass that overrides :meth:`default` or
-    :meth:`validate` calls ``super()`` to keep them."""
+    :meth:`validate` calls ``super()`` to keep them.
+
+    Rules are written for decoded objects (the decoder refuses wrong types first); an object
+    stored before that (of any shape) must still never turn a request into a 500, so a rule
+    that fails on an odd shape is skipped, and logged."""
 
     def default(self, info: ResourceInfo, obj: Obj) -> None:
         for defaulter in DEFAULTERS.get((info.group, info.kind), ()):
-            defaulter(obj)
+            try:
+                defaulter(obj)
+            except _ODD_SHAPE:
+                log.warning("%s defaults skipped for an odd object shape", info.kind)
 
     def validate(self, info: ResourceInfo, obj: Obj) -> list[Cause]:
-        return [c for v in VALIDATORS.get((info.group, info.kind), ()) for c in v(obj, None)]
+        return _run(info, obj, None)
 
     def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
-        return [c for v in VALIDATORS.get((info.group, info.kind), ()) for c in v(new, old)]
+        return _run(info, new, old)
+
+
+_ODD_SHAPE = (TypeError, AttributeError, KeyError, IndexError, ValueError)
+log = logging.getLogger(__name__)
+
+
+def _run(info: ResourceInfo, obj: Obj, old: Obj | None) -> list[Cause]:
+    causes: list[Cause] = []
+    for validator in VALIDATORS.get((info.group, info.kind), ()):
+        try:
+            causes += validator(obj, old)
+        except _ODD_SHAPE:
+            log.warning("%s validation skipped for an odd object shape", info.kind)
+    return causes

@@ -70,7 +70,11 @@ def default_service(obj: Obj) -> None:
             }
     if not spec.get("type"):
         spec["type"] = "ClusterIP"
-    for port in spec.get("ports") or []:
+    cluster_ip = spec.get("clusterIP")
+    if isinstance(cluster_ip, str) and cluster_ip and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [cluster_ip]  # stored before clusterIPs existed: kube's normalising
+    ports = spec.get("ports")
+    for port in ports if isinstance(ports, list) else []:
         if not isinstance(port, dict):
             continue
         if not port.get("protocol"):
