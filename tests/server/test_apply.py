@@ -649,3 +649,23 @@ def test_an_apply_is_decoded_as_any_write(server: Server) -> None:
         "Container.spec.template.spec.containers.command of type string"
     )
     assert server.request("GET", DEPLOY + "/web")[0] == 404
+
+
+def test_scale_bodies_are_decoded_as_scales(server: Server) -> None:
+    body = deployment([{"name": "app", "image": "app:1"}], selector={"matchLabels": {"app": "w"}})
+    body["spec"]["template"]["metadata"] = {"labels": {"app": "w"}}
+    apply(server, DEPLOY + "/web", body, "ci")
+    code, status = server.request("PATCH", DEPLOY + "/web/scale", {"spec": 7}, MERGE)
+    assert code == 422, status
+    assert (
+        status["message"].endswith(
+            "json: cannot unmarshal number into Go struct field Scale.spec of type v1.ScaleSpec"
+        )
+        or "cannot unmarshal number" in status["message"]
+    )
+    code, status = server.request(
+        "PATCH", DEPLOY + "/web/scale", {"spec": {"replicas": 2**40}}, MERGE
+    )
+    assert code == 422, status
+    assert "of type int32" in status["message"]
+    assert server.request("GET", DEPLOY + "/web")[1]["spec"]["replicas"] == 1

@@ -74,6 +74,11 @@ class Target:
     def object_info(self) -> ResourceInfo | None:
         return self.storage.object_info
 
+    @property
+    def body_kind(self) -> ResourceInfo | None:
+        """The kind request bodies are decoded as: the objects' kind, or a view's (Scale)."""
+        return self.storage.object_info or getattr(self.storage, "apply_info", None)
+
 
 VerbHandler = Callable[[Request, Send, Target], Awaitable[None]]
 
@@ -175,7 +180,7 @@ async def patch(request: Request, send: Send, target: Target) -> None:
     patched: ObjectUpdate
     if applying:
         storage = target.storage
-        applied_kind = target.object_info or getattr(storage, "apply_info", None)
+        applied_kind = target.body_kind
         if applied_kind is None:  # a view without a schema of its own (a TokenRequest...)
             raise errors.unsupported_media_type([t for t in PATCH_TYPES if t != APPLY_PATCH])
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
@@ -197,8 +202,8 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             field_validation=mode,
             warnings=warnings,
         )
-        if decoding.builtin(target.object_info):
-            patched = _decoded(target.object_info, patched)
+        if decoding.builtin(target.body_kind):
+            patched = _decoded(target.body_kind, patched)
     options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
@@ -352,7 +357,7 @@ def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warn
     the request's warnings, which the write may add to); unknown fields and nulls are dropped
     from what is stored."""
     mode = validation.directive(request.query, operation)
-    info = target.object_info
+    info = target.body_kind
 
     def run() -> Warnings:
         found = _strict_errors(request, info, mode, body)
