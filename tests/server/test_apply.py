@@ -657,11 +657,8 @@ def test_scale_bodies_are_decoded_as_scales(server: Server) -> None:
     apply(server, DEPLOY + "/web", body, "ci")
     code, status = server.request("PATCH", DEPLOY + "/web/scale", {"spec": 7}, MERGE)
     assert code == 422, status
-    assert (
-        status["message"].endswith(
-            "json: cannot unmarshal number into Go struct field Scale.spec of type v1.ScaleSpec"
-        )
-        or "cannot unmarshal number" in status["message"]
+    assert status["message"].endswith(
+        "json: cannot unmarshal number into Go struct field Scale.spec of type v1.ScaleSpec"
     )
     code, status = server.request(
         "PATCH", DEPLOY + "/web/scale", {"spec": {"replicas": 2**40}}, MERGE
