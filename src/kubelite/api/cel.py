@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from typing import Any
 
+from kubelite.api.errors import go_quote
+
 #: kube's limits (k8s.io/apiserver/pkg/apis/cel/config.go)
 PER_CALL_LIMIT = 1_000_000
 RUNTIME_BUDGET = 10_000_000
@@ -494,23 +496,17 @@ def _as_float(value: Any) -> float:
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     if "%" in text:
-        raise ValueError(f"IP address {_go_quote(text)} with zone value is not allowed")
+        raise ValueError(f"IP address {go_quote(text)} with zone value is not allowed")
     try:
         address = ipaddress.ip_address(text)
     except ValueError:
         raise ValueError(
-            f"IP Address {_go_quote(text)} parse error during conversion from string: "
-            f"ParseAddr({_go_quote(text)}): unable to parse IP"
+            f"IP Address {go_quote(text)} parse error during conversion from string: "
+            f"ParseAddr({go_quote(text)}): unable to parse IP"
         ) from None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        raise ValueError(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
+        raise ValueError(f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")
     return address
-
-
-def _go_quote(text: str) -> str:
-    import orjson
-
-    return orjson.dumps(text).decode()
 
 
 def _ip_of(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
@@ -564,11 +560,11 @@ def _parse_cidr(text: str) -> str:
         if int(bits) > parsed.max_prefixlen:
             raise ValueError
         if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-            raise _Fail(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
+            raise _Fail(f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")
     except ValueError:
         raise _Fail(
             f"network address parse error during conversion from string: "
-            f"netip.ParsePrefix({_go_quote(text)}): bad prefix"
+            f"netip.ParsePrefix({go_quote(text)}): bad prefix"
         ) from None
     return f"{parsed}/{int(bits)}"
 
@@ -655,7 +651,7 @@ def _url(value: Any) -> dict[str, str]:
         _parse_url(value)
     except ValueError:
         raise _Fail(
-            f"URL parse error during conversion from string: parse {_go_quote(value)}: "
+            f"URL parse error during conversion from string: parse {go_quote(value)}: "
             "invalid URI for request"
         ) from None
     return {_URL: value}
@@ -843,7 +839,7 @@ def _format_errors(name: str, text: str) -> list[str]:
     if name == "labelValue":
         return _label_value_errors(text)
     if name == "uri":
-        return [] if _is_url(text) else [f"parse {_go_quote(text)}: invalid URI for request"]
+        return [] if _is_url(text) else [f"parse {go_quote(text)}: invalid URI for request"]
     if name == "uuid":
         ok = re.fullmatch(
             r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", text

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubelite.api import errors
+from kubelite.api.errors import go_quote
 
 Operator = Literal["=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"]
 DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
@@ -122,29 +123,6 @@ def _label_value_errors(value: str) -> list[str]:
     if not _VALUE_RE.fullmatch(value):
         errs.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
-
-
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
-_GO_ESCAPES |= {"\v": r"\v", '"': r"\"", "\\": r"\\"}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` of a string, as field errors print a bad value."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            if code < 0x80:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    return '"' + "".join(out) + '"'
 
 
 def _parse_int64(text: str) -> int | None:
@@ -276,7 +254,7 @@ class _LabelParser:
         if kind != _ID:
             raise SelectorError(f"found '{key}', expected: identifier")
         if errs := _label_key_errors(key):
-            raise SelectorError(f"<nil>: Invalid value: {_go_quote(key)}: {'; '.join(errs)}")
+            raise SelectorError(f"<nil>: Invalid value: {go_quote(key)}: {'; '.join(errs)}")
         if negated:
             return Requirement(key, "!")
         if self._peek()[0] in (_EOS, ","):
@@ -334,7 +312,7 @@ def _new_requirement(key: str, operator: Operator, values: list[str]) -> Require
     errors: list[str] = []
     if operator in ("gt", "lt"):
         errors += [
-            f"values[{i}]: Invalid value: {_go_quote(v)}: "
+            f"values[{i}]: Invalid value: {go_quote(v)}: "
             "for 'Gt', 'Lt' operators, the value must be an integer"
             for i, v in enumerate(values)
             if _parse_int64(v) is None
@@ -342,7 +320,7 @@ def _new_requirement(key: str, operator: Operator, values: list[str]) -> Require
     for i, value in enumerate(values):
         if errs := _label_value_errors(value):
             errors.append(
-                f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: {'; '.join(errs)}"
+                f"values[{i}][{key}]: Invalid value: {go_quote(value)}: {'; '.join(errs)}"
             )
     errors = list(dict.fromkeys(errors))
     if errors:
@@ -547,7 +525,7 @@ def json_path_keys(path: str) -> tuple[str, ...]:
 
 def field_label_error(template: str, label: str) -> str:
     """A kind's refusal of ``label`` (``template`` as :data:`NOT_SUPPORTED`)."""
-    return template.replace("{quoted}", _go_quote(label)).replace("{label}", label)
+    return template.replace("{quoted}", go_quote(label)).replace("{label}", label)
 
 
 class Selection:
