@@ -33,6 +33,16 @@ def main(argv: list[str] | None = None) -> int:
         default=1000,
         help="keep at least this many revisions of history",
     )
+    s.add_argument(
+        "--service-cluster-ip-range",
+        default="10.96.0.0/12",
+        help="the range Service cluster IPs are allocated from",
+    )
+    s.add_argument(
+        "--service-node-port-range",
+        default="30000-32767",
+        help="the range Service node ports are allocated from",
+    )
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG", "./kubelite-data/kubeconfig")
@@ -56,8 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         import uvloop
 
+        from kubelite.api.kinds.allocation import ServiceRanges
         from kubelite.server.serve import ServeOptions, serve
 
+        try:
+            ranges = ServiceRanges.parse(
+                args.service_cluster_ip_range, args.service_node_port_range
+            )
+        except ValueError as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
+            return 2
         options = ServeOptions(
             data_dir=args.data_dir,
             bind_address=args.bind_address,
@@ -65,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             storage=args.storage,
             history_seconds=args.history_seconds,
             history_revisions=args.history_revisions,
+            service_ranges=ranges,
         )
         uvloop.run(serve(options))
         return 0

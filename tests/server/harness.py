@@ -94,11 +94,12 @@ class Server:
             return err.code, json.loads(err.read() or b"{}")
 
 
-def start_server(data_dir: Path, storage: str | None = None) -> Server:
-    """``storage``: a store URL for ``--storage`` (default: SQLite in ``data_dir``)."""
+def start_server(data_dir: Path, storage: str | None = None, *extra: str) -> Server:
+    """``storage``: a store URL for ``--storage`` (default: SQLite in ``data_dir``);
+    ``extra``: more ``kubelite serve`` options."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir.parent / "server.log").open("w")
-    args = ["serve", "--port", "0", "--data-dir", str(data_dir)]
+    args = ["serve", "--port", "0", "--data-dir", str(data_dir), *extra]
     if storage is not None:
         args += ["--storage", storage]
     process = subprocess.Popen(

@@ -6,6 +6,8 @@ one etcd with ``--storage-backend etcd``)."""
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -317,3 +319,39 @@ def test_two_servers_over_one_etcd_never_share_an_ip(
     finally:
         stop_server(second)
         stop_server(first)
+
+
+def test_the_service_ranges_come_from_the_command_line(
+    tmp_path: Path, storage_url: str | None
+) -> None:
+    srv = start_server(
+        tmp_path / "data",
+        storage_url,
+        "--service-cluster-ip-range=10.100.0.0/24",
+        "--service-node-port-range=31000-31010",
+    )
+    try:
+        _, kubernetes = srv.request("GET", "/api/v1/namespaces/default/services/kubernetes")
+        assert kubernetes["spec"]["clusterIP"] == "10.100.0.1"
+        body = {"metadata": {"name": "np"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+        code, made = srv.request("POST", "/api/v1/namespaces/default/services", body)
+        assert code == 201, made
+        assert ipaddress.ip_address(made["spec"]["clusterIP"]) in ipaddress.ip_network(
+            "10.100.0.0/24"
+        )
+        assert 31000 <= made["spec"]["ports"][0]["nodePort"] <= 31010
+    finally:
+        stop_server(srv)
+
+
+def test_a_malformed_range_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kubelite", "serve", "--port", "0", "--data-dir",
+         str(tmp_path / "d"), "--service-cluster-ip-range", "10.96.0.0/33"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        "kubelite: --service-cluster-ip-range '10.96.0.0/33' is not a network in CIDR notation "
+        "(such as 10.96.0.0/12)\n"
+    )

@@ -19,6 +19,7 @@ from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.kinds import BuiltinKinds
+from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
 from kubelite.api.kinds.namespaces import (
     NamespaceLifecycleAdmission,
@@ -60,13 +61,16 @@ async def assemble(
     catalogue: Catalogue | None = None,
     watch_cache_options: dict[str, Any] | None = None,
     namespace_controller_options: dict[str, Any] | None = None,
+    service_ranges: ServiceRanges | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
-    request is the administrator's, and no service account tokens are issued)."""
+    request is the administrator's, and no service account tokens are issued);
+    ``service_ranges`` the Service IP and node port ranges (default kube's)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
-    kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None)
+    ranges = service_ranges or ServiceRanges()
+    kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
     registry = Registry(store, kinds, caches=caches)
     registry.admission.mutating.append(
         NamespaceLifecycleAdmission(registry, namespace_info(catalogue))
@@ -79,7 +83,7 @@ async def assemble(
     kinds.set_crd_caught_up(crd_controller.caught_up)
     await crd_controller.start()
     await ensure_system_namespaces(registry, catalogue)
-    await ensure_kubernetes_service(registry, catalogue)
+    await ensure_kubernetes_service(registry, catalogue, ranges)
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )

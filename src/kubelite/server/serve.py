@@ -14,9 +14,10 @@ import logging
 import os
 import secrets
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import running
 from kubelite.server.http import listen, serve_http
 from kubelite.server.tls import ServingFiles, ensure_serving_files
@@ -33,6 +34,7 @@ class ServeOptions:
     storage: str | None = None
     history_seconds: float = 300.0
     history_revisions: int = 1000
+    service_ranges: ServiceRanges = field(default_factory=ServiceRanges)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -95,7 +97,9 @@ async def serve(options: ServeOptions) -> None:
         retention_seconds=options.history_seconds,
         min_retained_revisions=options.history_revisions,
     )
-    async with running(url, store_options, token=token) as server:
+    async with running(
+        url, store_options, token=token, service_ranges=options.service_ranges
+    ) as server:
         sock = listen(options.bind_address, options.port)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host

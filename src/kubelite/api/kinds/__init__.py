@@ -29,6 +29,7 @@ from kubelite.api.kinds import (
     validation,
     workloads,
 )
+from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
 from kubelite.api.kinds.custom import CustomResourceStrategy
 from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
@@ -69,9 +70,15 @@ class BuiltinKinds:
     :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
     """
 
-    def __init__(self, catalogue: Catalogue, tokens: ServiceAccountTokens | None = None) -> None:
+    def __init__(
+        self,
+        catalogue: Catalogue,
+        tokens: ServiceAccountTokens | None = None,
+        service_ranges: ServiceRanges | None = None,
+    ) -> None:
         self.catalogue = catalogue
         self.tokens = tokens
+        self.service_ranges = service_ranges or ServiceRanges()
         self.custom = CustomResourceStrategy()
         self.crds = CRDStorages(catalogue)
         self.check_token: TokenCheck | None = None
@@ -79,7 +86,7 @@ class BuiltinKinds:
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
             ("", "pods"): core.pod_storages,
-            ("", "services"): core.service_storages,
+            ("", "services"): self._services,
             ("", "bindings"): self._bindings,
             ("", "componentstatuses"): core.read_only_storages,
             ("apiextensions.k8s.io", "customresourcedefinitions"): self.crds,
@@ -103,6 +110,9 @@ class BuiltinKinds:
         if special is not None:
             return special(info, backing)
         return standard_storages(info, STRATEGIES.get(key, DEFAULT_STRATEGY), backing)
+
+    def _services(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return core.service_storages(info, backing, self.service_ranges)
 
     def _service_accounts(self, info: ResourceInfo, backing: Backing) -> Storages:
         return core.service_account_storages(info, backing, self.tokens)

@@ -390,6 +390,36 @@ def _invalid(svc: Obj, path: str, value: Any, detail: str) -> APIError:
     return errors.invalid("Service", "", name, [invalid(path, value, detail)])
 
 
+@dataclass(frozen=True)
+class ServiceRanges:
+    """The cluster IP range and node port range of a server (kube-apiserver's
+    ``--service-cluster-ip-range`` and ``--service-node-port-range``)."""
+
+    cidr: str = DEFAULT_SERVICE_CIDR
+    node_ports: tuple[int, int] = DEFAULT_NODE_PORT_RANGE
+
+    @classmethod
+    def parse(cls, cidr: str, node_ports: str) -> ServiceRanges:
+        """From the command line; ValueError with a one-line reason when either is malformed."""
+        try:
+            network = ipaddress.ip_network(cidr, strict=True)
+        except ValueError:
+            raise ValueError(f"--service-cluster-ip-range {cidr!r} is not a network in CIDR "
+                             "notation (such as 10.96.0.0/12)") from None  # fmt: skip
+        if network.num_addresses < 4:
+            raise ValueError(f"--service-cluster-ip-range {cidr!r} is too small")
+        first, sep, last = node_ports.partition("-")
+        if not (sep and first.isdigit() and last.isdigit() and 0 < int(first) <= int(last) < 65536):
+            raise ValueError(f"--service-node-port-range {node_ports!r} is not a port range "
+                             "(such as 30000-32767)")  # fmt: skip
+        return cls(str(network), (int(first), int(last)))
+
+    @property
+    def kubernetes_ip(self) -> str:
+        """The first address of the range: the ``default/kubernetes`` Service's."""
+        return str(ipaddress.ip_network(self.cidr).network_address + 1)
+
+
 class ServiceAllocator:
     """The cluster IP and node port ranges of one server, over its store."""
 

@@ -106,9 +106,14 @@ class ServiceStore(GenericStore):
     validation, reverted when its write fails; what an update frees is released once it is
     stored, and a deleted Service's allocations when it is gone."""
 
-    def __init__(self, info: ResourceInfo, backing: Backing) -> None:
+    def __init__(
+        self,
+        info: ResourceInfo,
+        backing: Backing,
+        ranges: allocation.ServiceRanges = allocation.ServiceRanges(),  # noqa: B008 (frozen)
+    ) -> None:
         super().__init__(info, STRATEGIES[("", "services")], backing)
-        self.allocator = allocation.ServiceAllocator(backing.store)
+        self.allocator = allocation.ServiceAllocator(backing.store, ranges.cidr, ranges.node_ports)
 
     async def _pending(self, pending: list[allocation.Txn], written: bool) -> None:
         """After a write: the last try's allocations kept and its frees applied when the write
@@ -201,8 +206,10 @@ class ServiceStore(GenericStore):
         return result
 
 
-def service_storages(info: ResourceInfo, backing: Backing) -> Storages:
-    store = ServiceStore(info, backing)
+def service_storages(
+    info: ResourceInfo, backing: Backing, ranges: allocation.ServiceRanges
+) -> Storages:
+    store = ServiceStore(info, backing, ranges)
     return {"": store, **generic_subresources(store)}
 
 
@@ -222,9 +229,14 @@ KUBERNETES_SERVICE: Obj = {
 }
 
 
-async def ensure_kubernetes_service(registry: Registry, catalogue: Catalogue) -> None:
-    """Create ``default/kubernetes`` when it is missing (several servers may race: the loser
-    finds the IP or the name taken, and then the Service)."""
+async def ensure_kubernetes_service(
+    registry: Registry,
+    catalogue: Catalogue,
+    ranges: allocation.ServiceRanges = allocation.ServiceRanges(),  # noqa: B008 (frozen)
+) -> None:
+    """Create ``default/kubernetes`` (at the range's first address) when it is missing
+    (several servers may race: the loser finds the IP or the name taken, and then the
+    Service)."""
     info = catalogue.lookup("", "v1", "services")
     if info is None:
         raise ValueError("the catalogue does not serve services")
@@ -236,7 +248,9 @@ async def ensure_kubernetes_service(registry: Registry, catalogue: Catalogue) ->
             if exc.code != 404:
                 raise
         try:
-            await registry.create(info, "default", clone(KUBERNETES_SERVICE))
+            service = clone(KUBERNETES_SERVICE)
+            service["spec"]["clusterIP"] = ranges.kubernetes_ip
+            await registry.create(info, "default", service)
             return
         except errors.APIError as exc:
             if exc.reason not in ("AlreadyExists", "Invalid"):
