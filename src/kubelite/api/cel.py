@@ -771,55 +771,8 @@ def _less(a: Any, b: Any) -> bool:
 # format (kube's library.Format)
 
 
-_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    f"validation is '{_QUALIFIED_FMT}')"
-)
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-    f"'my_value',  or '12345', regex used for validation is '({_QUALIFIED_FMT})?')"
-)
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """apimachinery's IsQualifiedName."""
-    from kubelite.api import names
-
-    errors: list[str] = []
-    parts = value.split("/")
-    if len(parts) > 2:
-        return [
-            f"a qualified name {_QUALIFIED_MSG} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    name = parts[-1]
-    if len(parts) == 2:
-        if not parts[0]:
-            errors.append("prefix part must be non-empty")
-        else:
-            errors += ["prefix part " + m for m in names.subdomain_errors(parts[0])]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    if not re.fullmatch(_QUALIFIED_FMT, name):
-        errors.append("name part " + _QUALIFIED_MSG)
-    return errors
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """apimachinery's IsValidLabelValue."""
-    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not re.fullmatch(f"({_QUALIFIED_FMT})?", value):
-        errors.append(_LABEL_VALUE_MSG)
-    return errors
-
-
 def _format_errors(name: str, text: str) -> list[str]:
-    from kubelite.api import names
+    from kubelite.api import metavalidation, names
 
     def prefixed(s: str) -> str:
         return s[:-1] + "a" if s.endswith("-") else s
@@ -835,9 +788,9 @@ def _format_errors(name: str, text: str) -> list[str]:
             out.append(names.DNS1035_MESSAGE)
         return out
     if name == "qualifiedName":
-        return _qualified_name_errors(text)
+        return metavalidation.qualified_name_errors(text)
     if name == "labelValue":
-        return _label_value_errors(text)
+        return metavalidation.label_value_errors(text)
     if name == "uri":
         return [] if _is_url(text) else [f"parse {go_quote(text)}: invalid URI for request"]
     if name == "uuid":
