@@ -384,7 +384,7 @@ class Txn:
 
 
 def _invalid(svc: Obj, path: str, value: Any, detail: str) -> APIError:
-    from kubelite.api.kinds.validation.workloads import invalid
+    from kubelite.api.kinds.validation.fields import invalid
 
     name = str((svc.get("metadata") or {}).get("name") or "")
     return errors.invalid("Service", "", name, [invalid(path, value, detail)])

@@ -13,7 +13,7 @@ from typing import Any
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Validator
 from kubelite.api.kinds.validation import pods
-from kubelite.api.kinds.validation.workloads import (
+from kubelite.api.kinds.validation.fields import (
     IMMUTABLE,
     Obj,
     Typed,

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.rules import Kind, Validator
-from kubelite.api.kinds.validation.workloads import (
+from kubelite.api.kinds.validation.fields import (
     Obj,
     Typed,
     as_dict,

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.rules import Kind, Validator
-from kubelite.api.kinds.validation.networking import path_segment_errors
-from kubelite.api.kinds.validation.workloads import (
+from kubelite.api.kinds.validation.fields import (
     Obj,
     Struct,
     as_dict,
@@ -20,6 +19,7 @@ from kubelite.api.kinds.validation.workloads import (
     required,
     selector_causes,
 )
+from kubelite.api.kinds.validation.networking import path_segment_errors
 from kubelite.api.names import subdomain_errors
 
 GROUP = "rbac.authorization.k8s.io"

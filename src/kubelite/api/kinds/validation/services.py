@@ -22,7 +22,7 @@ from kubelite.api.kinds.allocation import (
     is_headless,
 )
 from kubelite.api.kinds.rules import Kind, Validator
-from kubelite.api.kinds.validation.workloads import (
+from kubelite.api.kinds.validation.fields import (
     Struct,
     Typed,
     forbidden,
@@ -418,7 +418,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[Cause]:
 def _duplicate_port(path: str, protocol: str, number: int) -> Cause:
     """``field.Duplicate(path, core.ServicePort{Protocol, Port})``: the internal type has no
     JSON tags, so it renders with Go's field names."""
-    from kubelite.api.kinds.validation.workloads import go_json
+    from kubelite.api.kinds.validation.fields import go_json
 
     value = Struct(
         Name="", Protocol=protocol, AppProtocol=None, Port=number, TargetPort=0, NodePort=0
