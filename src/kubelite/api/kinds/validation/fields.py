@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubelite.api.errors import Cause
+from kubelite.api.errors import Cause, go_quote
 from kubelite.api.selectors import _label_key_errors, _label_value_errors
 
 Obj = dict[str, Any]
@@ -40,12 +40,6 @@ def go_json(value: Any) -> str:
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(ch, esc)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def go_quote(text: str) -> str:
-    from kubelite.api.errors import go_quote as quote
-
-    return quote(text)
 
 
 def render(value: Any) -> str:

@@ -43,16 +43,6 @@ PERCENT_MESSAGE = (
 )
 
 
-def int_or_percent_causes(value: Any, path: str) -> list[Cause]:
-    if isinstance(value, str):
-        if not _PERCENT.fullmatch(value):
-            return [invalid(path, Typed(value), PERCENT_MESSAGE)]
-        if int(value[:-1]) > 100:
-            return [invalid(path, Typed(value), "must not be greater than 100%")]
-        return []
-    return nonnegative(value, path)
-
-
 def int_or_percent_value(value: Any) -> int:
     """getIntOrPercentValue: a percent's number, an int's value, 0 for anything else."""
     if isinstance(value, str):
