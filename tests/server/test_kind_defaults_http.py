@@ -165,3 +165,14 @@ def test_secret_string_data_folded(server: Server) -> None:
     assert "stringData" not in made
     assert made["data"] == {"password": base64.b64encode(b"hunter2").decode()}
     assert made["type"] == "Opaque"
+
+
+def test_a_new_claim_reads_pending(server: Server) -> None:
+    body = {
+        "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    code, made = server.request("POST", "/api/v1/namespaces/default/persistentvolumeclaims", body)
+    assert code == 201, made
+    assert made["status"] == {"phase": "Pending"}
+    assert made["spec"]["volumeMode"] == "Filesystem"

@@ -184,6 +184,9 @@ class GenericStore:
         if admission.mutating:
             await self._admit(attrs, obj, opts)
         strategy.prepare_for_create(info, obj)
+        # kube defaults what it decodes, the stored object included: what the server set or
+        # reset just now (a status) reads with its defaults (a new PVC is Pending)
+        strategy.default(info, obj)
         meta_causes = metavalidation.create_causes(info, obj, strategy.name_errors)
         self._raise_invalid(obj, meta_causes + strategy.validate(info, obj))
         strategy.canonicalize(info, obj)
