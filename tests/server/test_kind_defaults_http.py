@@ -176,3 +176,23 @@ def test_a_new_claim_reads_pending(server: Server) -> None:
     assert code == 201, made
     assert made["status"] == {"phase": "Pending"}
     assert made["spec"]["volumeMode"] == "Filesystem"
+
+
+def test_names_generated_before_defaults_and_labels(server: Server) -> None:
+    code, ns = server.request("POST", "/api/v1/namespaces", {"metadata": {"generateName": "t-"}})
+    assert code == 201, ns
+    name = ns["metadata"]["name"]
+    assert name.startswith("t-")
+    assert ns["metadata"]["labels"]["kubernetes.io/metadata.name"] == name
+    job = {
+        "metadata": {"generateName": "j-"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+            }
+        },
+    }
+    code, made = server.request("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+    assert code == 201, made
+    labels = made["spec"]["template"]["metadata"]["labels"]
+    assert labels["job-name"] == labels["batch.kubernetes.io/job-name"] == made["metadata"]["name"]

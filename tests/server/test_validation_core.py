@@ -3,6 +3,7 @@ kube-apiserver 1.37's 422 with its exact text, and nothing is stored."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -123,15 +124,6 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         cm("bad", {"finalizers": ["foo"]}),
         'ConfigMap "bad" is invalid: metadata.finalizers[0]: Invalid value: "foo": name is neither '
         "a standard finalizer name nor is it fully qualified",
-    ),
-    (
-        "generateName",
-        "configmaps",
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "Bad-"}},
-        'ConfigMap "" is invalid: metadata.generateName: Invalid value: "Bad-": a lowercase RFC '
-        "1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-        "start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
     ),
     (
         "configmap key",
@@ -376,3 +368,24 @@ def test_immutable_configmap_and_secret(server: Server) -> None:
     assert status["message"] == (
         'Secret "s" is invalid: type: Invalid value: "kubernetes.io/tls": field is immutable'
     )
+
+
+def test_a_bad_generate_name_is_reported_with_the_generated_name(server: Server) -> None:
+    """kube generates the name before validating (BeforeCreate): the 422 names the object by
+    it, and reports both the prefix and the name."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "Bad-"}}
+    code, status = server.request("POST", f"{NS}/configmaps", body)
+    assert code == 422, status
+    subdomain = (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+        "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+        "[a-z0-9])?)*')"
+    )
+    name = status["details"]["name"]
+    assert re.fullmatch("Bad-[a-z0-9]{5}", name)
+    assert status["message"] == (
+        f'ConfigMap "{name}" is invalid: [metadata.generateName: Invalid value: "Bad-": '
+        f'{subdomain}, metadata.name: Invalid value: "{name}": {subdomain}]'
+    )
+    assert server.request("GET", f"{NS}/configmaps")[1]["items"] == []

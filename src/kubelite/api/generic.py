@@ -83,6 +83,14 @@ class Backing:
     admission: Admission
 
 
+class _NameTaken(Exception):
+    """A create found its name taken: ``error`` is the 409 AlreadyExists to answer."""
+
+    def __init__(self, error: APIError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 @dataclass(frozen=True, slots=True)
 class Purge:
     """A step's answer that deletes the key; ``answer`` is what the verb returns: stamped with
@@ -160,13 +168,28 @@ class GenericStore:
     # -- create ----------------------------------------------------------------------------------
 
     async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
-        obj = clone(body)
-        objectmeta.prepare_new(self.info, self.namespace(ctx), obj, self.strategy.name_errors)
-        await self.admit_new(ctx, obj, opts)
-        stored = await self._insert(ctx, obj, opts.dry_run)
-        if not opts.dry_run:
-            await self._after(stored)
-        return stored
+        """POST. A generateName gets its name before the strategy and validation see the
+        object (kube's BeforeCreate), so what derives from the name (a Namespace's name label,
+        a Job's) has it; a generated name already taken makes a new try, up to 8."""
+        for attempt in range(GENERATE_NAME_ATTEMPTS):
+            obj = clone(body)
+            objectmeta.prepare_new(self.info, self.namespace(ctx), obj, self.strategy.name_errors)
+            meta = obj["metadata"]
+            generated = "name" not in meta
+            if generated:
+                meta["name"] = generate_name(meta["generateName"])
+            await self.admit_new(ctx, obj, opts)
+            try:
+                stored = await self._insert(ctx, obj, opts.dry_run)
+            except _NameTaken as taken:
+                if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
+                    await self.abandoned(obj)
+                    continue
+                raise taken.error from None
+            if not opts.dry_run:
+                await self._after(stored)
+            return stored
+        raise AssertionError("unreachable")
 
     async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
         """A new object through the strategy, field tracking and admission, up to the write."""
@@ -193,26 +216,23 @@ class GenericStore:
         if admission.validating:
             await admission.validate(attrs)
 
+    async def abandoned(self, obj: Obj) -> None:
+        """A create try given up for another (its generated name was taken): a storage that
+        holds something for the try (an allocation) lets it go here."""
+
     async def _insert(self, ctx: Context, obj: Obj, dry_run: bool) -> Obj:
-        """Store a new object, generating its name (up to 8 tries) when it has generateName."""
+        """Store a new object under its name (:class:`_NameTaken` when the name is taken)."""
         info, meta = self.info, obj["metadata"]
-        generated = "name" not in meta
-        for _ in range(GENERATE_NAME_ATTEMPTS if generated else 1):
-            if generated:
-                meta["name"] = generate_name(meta["generateName"])
-            key = self.key(ctx, meta["name"])
-            data = encode(obj, info)
-            try:
-                revision = await self.writes.create(key, data, dry_run)
-            except KeyExists as exc:
-                if generated:
-                    continue
-                deleting = "deletionTimestamp" in (decode(exc.current, info).get("metadata") or {})
-                raise errors.already_exists(
-                    info.plural, info.group, meta["name"], deleting=deleting
-                )
-            return stamped(obj, revision)
-        raise errors.already_exists(info.plural, info.group, meta["name"])
+        try:
+            revision = await self.writes.create(
+                self.key(ctx, meta["name"]), encode(obj, info), dry_run
+            )
+        except KeyExists as exc:
+            deleting = "deletionTimestamp" in (decode(exc.current, info).get("metadata") or {})
+            raise _NameTaken(
+                errors.already_exists(info.plural, info.group, meta["name"], deleting=deleting)
+            ) from None
+        return stamped(obj, revision)
 
     # -- update ----------------------------------------------------------------------------------
 

@@ -280,7 +280,11 @@ def generate_name_causes(meta: Obj, names: NameCheck) -> list[Cause]:
     if not isinstance(prefix, str) or not prefix:
         return []
     masked = prefix[:-1] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
-    return [invalid("metadata.generateName", go_quote(prefix), m) for m in names(masked)]
+    causes = [invalid("metadata.generateName", go_quote(prefix), m) for m in names(masked)]
+    name = meta.get("name")
+    if isinstance(name, str) and name:  # the generated name is validated too, as kube does
+        causes += [invalid("metadata.name", go_quote(name), m) for m in names(name)]
+    return causes
 
 
 def _core_rules(info: ResourceInfo) -> bool:

@@ -178,6 +178,14 @@ class ServiceStore(GenericStore):
         await super().admit_new(ctx, obj, opts)
         await self._allocate(obj, None, opts.dry_run)
 
+    async def abandoned(self, obj: Obj) -> None:
+        """The try's allocations go back: the next try allocates its own."""
+        pending = _PENDING.get()
+        for txn in pending or []:
+            await txn.revert()
+        if pending:
+            pending.clear()
+
     async def _updated(
         self,
         ctx: Context,
