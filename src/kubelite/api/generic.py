@@ -9,10 +9,13 @@ resourceVersion or UID preconditions surface as 409; internal contention never d
 
 A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1)::
 
-    create:  object metadata (objectmeta.prepare_new) -> strategy.default -> mutating admission
-             -> strategy.prepare_for_create -> strategy.validate -> strategy.canonicalize
-             -> validating admission -> store.create (generateName retried)
-    update:  ObjectUpdate(current) -> preconditions (uid, resourceVersion)
+    create:  object metadata (objectmeta.prepare_new; a generated name) -> strategy.default
+             -> managedFields -> mutating admission -> strategy.prepare_for_create
+             -> strategy.default again -> metadata and strategy validation
+             -> strategy.canonicalize -> validating admission -> store.create (a taken
+             generated name: the whole create again)
+    update:  strategy.default(current) -> ObjectUpdate(current) -> preconditions (uid,
+             resourceVersion)
              -> objectmeta.prepare_update -> strategy.default -> mutating admission
              -> strategy.prepare_for_update (status kept, generation rule)
              -> metadata and strategy validation -> strategy.canonicalize
