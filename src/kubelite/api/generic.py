@@ -186,7 +186,6 @@ class GenericStore:
                 stored = await self._insert(ctx, obj, opts.dry_run)
             except _NameTaken as taken:
                 if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
-                    await self.abandoned(obj)
                     continue
                 raise taken.error from None
             if not opts.dry_run:
@@ -218,10 +217,6 @@ class GenericStore:
         strategy.canonicalize(info, obj)
         if admission.validating:
             await admission.validate(attrs)
-
-    async def abandoned(self, obj: Obj) -> None:
-        """A create try given up for another (its generated name was taken): a storage that
-        holds something for the try (an allocation) lets it go here."""
 
     async def _insert(self, ctx: Context, obj: Obj, dry_run: bool) -> Obj:
         """Store a new object under its name (:class:`_NameTaken` when the name is taken)."""

@@ -9,6 +9,8 @@ kind's ``strategy.go`` and ``storage/storage.go``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -125,18 +127,23 @@ class ServiceStore(GenericStore):
         if last is not None:
             await last.commit()
 
-    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[None]:
+        """One write's allocations: kept for its last try when it is stored, else reverted."""
         pending: list[allocation.Txn] = []
         token = _PENDING.set(pending)
         try:
-            created = await super().create(ctx, body, opts)
+            yield
         except BaseException:
             await self._pending(pending, False)
             raise
         finally:
             _PENDING.reset(token)
         await self._pending(pending, True)
-        return created
+
+    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+        async with self._write():
+            return await super().create(ctx, body, opts)
 
     async def update(
         self,
@@ -148,26 +155,15 @@ class ServiceStore(GenericStore):
         strategy: Strategy | None = None,
         subresource: str = "",
     ) -> tuple[Obj, bool]:
-        pending: list[allocation.Txn] = []
-        token = _PENDING.set(pending)
-        try:
-            found = await super().update(
+        async with self._write():
+            return await super().update(
                 ctx, name, update, opts, strategy=strategy, subresource=subresource
             )
-        except BaseException:
-            await self._pending(pending, False)
-            raise
-        finally:
-            _PENDING.reset(token)
-        await self._pending(pending, True)
-        return found
 
     async def _allocate(self, new: Obj, old: Obj | None, dry_run: bool) -> None:
-        pending = _PENDING.get()
-        if pending is not None:  # an earlier try of this write lost its race
-            for txn in pending:
-                await txn.revert()
-            pending.clear()
+        """Allocate for this try of the write; an earlier try (a lost race, a generated name
+        already taken) gives its allocations back first."""
+        pending = await _revert_pending()
         txn = await self.allocator.allocate(new, old, dry_run)
         if pending is not None:
             pending.append(txn)
@@ -177,14 +173,6 @@ class ServiceStore(GenericStore):
     async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
         await super().admit_new(ctx, obj, opts)
         await self._allocate(obj, None, opts.dry_run)
-
-    async def abandoned(self, obj: Obj) -> None:
-        """The try's allocations go back: the next try allocates its own."""
-        pending = _PENDING.get()
-        for txn in pending or []:
-            await txn.revert()
-        if pending:
-            pending.clear()
 
     async def _updated(
         self,
@@ -198,11 +186,7 @@ class ServiceStore(GenericStore):
     ) -> Obj | Purge:
         result = await super()._updated(ctx, name, new, current, strategy, subresource, opts)
         if subresource or isinstance(result, Purge):
-            pending = _PENDING.get()
-            for txn in pending or []:
-                await txn.revert()
-            if pending:
-                pending.clear()
+            await _revert_pending()
             return result
         await self._allocate(result, current, opts.dry_run)
         return result
@@ -212,6 +196,17 @@ class ServiceStore(GenericStore):
         if result.purged and not dry_run:
             await self.allocator.release(result.obj)
         return result
+
+
+async def _revert_pending() -> list[allocation.Txn] | None:
+    """The allocations of earlier tries of the current write, reverted (the list, emptied;
+    None outside a write)."""
+    pending = _PENDING.get()
+    for txn in pending or []:
+        await txn.revert()
+    if pending:
+        pending.clear()
+    return pending
 
 
 def service_storages(
