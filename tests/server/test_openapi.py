@@ -18,7 +18,7 @@ def catalogue(tmp_path_factory: pytest.TempPathFactory) -> Catalogue:
 
 
 def _doc(catalogue: Catalogue, path: str) -> dict[str, Any]:
-    document = openapi.openapi_document(catalogue, path, {})
+    document = openapi.openapi_document(catalogue, path)
     assert document is not None
     return document
 
@@ -261,7 +261,7 @@ def test_documents_are_cached(catalogue: Catalogue) -> None:
     ["/openapi/v2", "/openapi/v3/api/v2", "/openapi/v3/apis/nope/v1", "/openapi/v3/apis", "/api"],
 )
 def test_unknown_paths(catalogue: Catalogue, path: str) -> None:
-    assert openapi.openapi_document(catalogue, path, {}) is None
+    assert openapi.openapi_document(catalogue, path) is None
 
 
 def test_kind_without_definition_uses_schema_source(catalogue: Catalogue) -> None:
@@ -270,7 +270,7 @@ def test_kind_without_definition_uses_schema_source(catalogue: Catalogue) -> Non
     crds.add(widget)
     spec = {"type": "object", "properties": {"spec": {"type": "object"}}}
     document = openapi.openapi_document(
-        crds, "/openapi/v3/apis/example.com/v1", {}, schema_source=lambda info: spec
+        crds, "/openapi/v3/apis/example.com/v1", schema_source=lambda info: spec
     )
     assert document is not None
     schema = document["components"]["schemas"]["com.example.v1.Widget"]

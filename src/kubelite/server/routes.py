@@ -5,6 +5,8 @@ storage that serves the resource or subresource, then handed to the verb's handl
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import time
 
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
@@ -52,9 +54,13 @@ class Routes:
         if path == openapi.V2_PATH:
             await self.openapi_v2(request, send)
             return
+        if path.startswith(openapi.ROOT_PATH + "/"):
+            await self.openapi_v3(request, send)
+            return
+        if path == openapi.ROOT_PATH:
+            await send_json(send, 200, openapi.root(self.catalogue))
+            return
         document = discovery.document(self.catalogue, self.registry.storages, path)
-        if document is None and path.startswith("/openapi/"):
-            document = openapi.openapi_document(self.catalogue, path, request.query)
         if document is None:
             raise errors.path_not_found()
         await send_json(send, 200, document)
@@ -86,20 +92,15 @@ class Routes:
         media = openapi.negotiate_v2(request.headers.get("accept", ""))
         vary = (b"vary", b"Accept")
         if media is None:
-            await send({"type": "http.response.start", "status": 406, "headers": [vary]})
-            await send({"type": "http.response.body", "body": b""})
+            await _empty(send, 406, [vary])
             return
         # Building the document (first request after a change) and its protobuf form takes a
         # fraction of a second: off the event loop, from a snapshot of the catalogue.
         document = await asyncio.to_thread(openapi.swagger, tuple(self.catalogue))
         etag = f'"{document.etag}"'.encode()
         headers = [vary, (b"etag", etag)]
-        wanted = request.headers.get("if-none-match", "")
-        if wanted and any(
-            tag.strip().removeprefix("W/") in (etag.decode(), "*") for tag in wanted.split(",")
-        ):
-            await send({"type": "http.response.start", "status": 304, "headers": headers})
-            await send({"type": "http.response.body", "body": b""})
+        if _matches(request.headers.get("if-none-match", ""), etag.decode()):
+            await _empty(send, 304, headers)
             return
         if media == openapi.V2_JSON:
             body = document.json
@@ -113,6 +114,60 @@ class Routes:
         await send(
             {"type": "http.response.body", "body": b"" if request.method == "HEAD" else body}
         )
+
+    async def openapi_v3(self, request: Request, send: Send) -> None:
+        """``GET /openapi/v3/<group-version>`` as kube-openapi's handler3 serves it: 404 with an
+        empty body for a group-version not served, 406 for an ``Accept`` without JSON, the
+        quoted ETag, a 301 to the current ``?hash=`` when the one asked for is stale, and with a
+        current hash ``Cache-Control: public, immutable`` for a year; 304 when
+        ``If-None-Match`` names the ETag."""
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed()
+        found = await asyncio.to_thread(
+            openapi.group_version_document, self.catalogue, request.path
+        )
+        if found is None:
+            await _empty(send, 404, [])
+            return
+        media = openapi.negotiate_v3(request.headers.get("accept", ""))
+        if media is None:
+            await _empty(send, 406, [])
+            return
+        etag = f'"{found.etag}"'
+        headers = [(b"etag", etag.encode())]
+        wanted_hash = request.query.get("hash", "")
+        if wanted_hash:
+            if wanted_hash != found.etag:
+                location = f"{request.path.rstrip('/')}?hash={found.etag}"
+                page = f'<a href="{location}">Moved Permanently</a>.\n\n'.encode()
+                headers += [
+                    (b"location", location.encode()),
+                    (b"content-type", b"text/html; charset=utf-8"),
+                    (b"content-length", str(len(page)).encode()),
+                ]
+                await send({"type": "http.response.start", "status": 301, "headers": headers})
+                body = b"" if request.method == "HEAD" else page
+                await send({"type": "http.response.body", "body": body})
+                return
+            expires = email.utils.formatdate(time.time() + 365 * 86400, usegmt=True)
+            headers += [
+                (b"vary", b"Accept"),
+                (b"cache-control", b"public, immutable"),
+                (b"expires", expires.encode()),
+            ]
+        headers.append(
+            (b"last-modified", email.utils.formatdate(found.built, usegmt=True).encode())
+        )
+        if _matches(request.headers.get("if-none-match", ""), etag):
+            await _empty(send, 304, headers)
+            return
+        headers += [
+            (b"content-type", media.encode()),
+            (b"content-length", str(len(found.json)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        body = b"" if request.method == "HEAD" else found.json
+        await send({"type": "http.response.body", "body": body})
 
     async def compact(self, request: Request, send: Send) -> None:
         """``POST /kubelite/v1/compact?revision=N``: drop history below N (an admin action)."""
@@ -128,3 +183,16 @@ class Routes:
         await self.registry.compact(revision)
         message = f"history compacted up to revision {revision}"
         await send_json(send, 200, errors.success_body(message))
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag`` (quoted; weak tags compare equal,
+    as net/http's ServeContent has it) or is ``*``."""
+    return any(
+        tag.strip().removeprefix("W/") in (etag, "*") for tag in if_none_match.split(",") if tag
+    )
+
+
+async def _empty(send: Send, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

@@ -63,21 +63,33 @@ from kubelite.server.openapi.gnostic import swagger_protobuf
 from kubelite.server.openapi.model import SchemaSource, group_version_path
 from kubelite.server.openapi.schemas import convert_schema
 from kubelite.server.openapi.v2 import V2_JSON, V2_PATH, V2_PROTOBUF, Swagger, negotiate_v2, swagger
-from kubelite.server.openapi.v3 import ROOT_PATH, document_hash, openapi_document
+from kubelite.server.openapi.v3 import (
+    ROOT_PATH,
+    V3_JSON,
+    V3Document,
+    group_version_document,
+    negotiate_v3,
+    openapi_document,
+    root,
+)
 
 __all__ = [
     "ROOT_PATH",
     "V2_JSON",
     "V2_PATH",
     "V2_PROTOBUF",
+    "V3_JSON",
     "SchemaSource",
     "Swagger",
+    "V3Document",
     "clear_cache",
     "convert_schema",
-    "document_hash",
+    "group_version_document",
     "group_version_path",
     "negotiate_v2",
+    "negotiate_v3",
     "openapi_document",
+    "root",
     "swagger",
     "swagger_protobuf",
 ]

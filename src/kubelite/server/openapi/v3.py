@@ -4,10 +4,13 @@ hash) and one document per group-version, cached by content."""
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
+import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from kubelite.api.catalogue import (
     Catalogue,
@@ -36,9 +39,10 @@ from kubelite.server.openapi.schemas import (
 )
 
 ROOT_PATH = "/openapi/v3"
+V3_JSON = "application/json"
 
 _lock = threading.Lock()
-_cache: dict[tuple[Any, ...], tuple[dict[str, Any], str]] = {}
+_cache: dict[tuple[Any, ...], V3Document] = {}
 _CACHE_LIMIT = 256
 
 
@@ -135,9 +139,22 @@ def _build(infos: tuple[ResourceInfo, ...], source: SchemaSource | None) -> dict
     }
 
 
-def _digest(document: dict[str, Any]) -> str:
-    data = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha512(data).hexdigest().upper()
+@dataclass(frozen=True, slots=True)
+class V3Document:
+    """One group-version's document: the dict, its JSON (keys sorted, so the same content is
+    the same bytes), the ETag (the SHA-512 of the JSON, upper-case hex, unquoted: also the
+    ``hash`` the root lists) and when it was built (``Last-Modified``). Shared and cached: never
+    mutate it."""
+
+    document: dict[str, Any]
+    json: bytes
+    etag: str
+    built: float
+
+
+def _encoded(document: dict[str, Any]) -> V3Document:
+    data = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)
+    return V3Document(document, data, hashlib.sha512(data).hexdigest().upper(), time.time())
 
 
 def _group_versions(catalogue: Catalogue) -> dict[tuple[str, str], tuple[ResourceInfo, ...]]:
@@ -147,16 +164,13 @@ def _group_versions(catalogue: Catalogue) -> dict[tuple[str, str], tuple[Resourc
     return {key: tuple(infos) for key, infos in out.items()}
 
 
-def _document(
-    infos: tuple[ResourceInfo, ...], source: SchemaSource | None
-) -> tuple[dict[str, Any], str]:
+def _document(infos: tuple[ResourceInfo, ...], source: SchemaSource | None) -> V3Document:
     key = (infos, customs_key(infos, source))
     with _lock:
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    document = _build(infos, source)
-    entry = (document, _digest(document))
+    entry = _encoded(_build(infos, source))
     with _lock:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
@@ -164,60 +178,65 @@ def _document(
     return entry
 
 
-def openapi_document(
-    catalogue: Catalogue,
-    path: str,
-    query: dict[str, str],
-    *,
-    schema_source: SchemaSource | None = None,
-) -> dict[str, Any] | None:
-    """The v3 document at ``path`` (``/openapi/v3`` or ``/openapi/v3/<api|apis>/...``; a
-    trailing slash is ignored), or None if there is none there (``/openapi/v2`` is
-    :func:`swagger`'s).
+def root(catalogue: Catalogue, *, schema_source: SchemaSource | None = None) -> dict[str, Any]:
+    """``/openapi/v3``: each served group-version's ``serverRelativeURL``, with its hash."""
+    listed: dict[str, Any] = {}
+    for (group, version), infos in _group_versions(catalogue).items():
+        key = group_version_path(group, version)
+        digest = _document(infos, schema_source).etag
+        listed[key] = {"serverRelativeURL": f"{ROOT_PATH}/{key}?hash={digest}"}
+    return {"paths": listed}
 
-    ``query`` may carry ``hash``; documents are served whatever it says (kube-apiserver
-    redirects a stale hash; clients follow the root's ``serverRelativeURL`` anyway). The
-    returned dict is shared and cached: never mutate it.
-    """
-    del query  # accepted for the handler's convenience; no parameter changes the document
-    path = path.rstrip("/")
-    groups = _group_versions(catalogue)
-    if path == ROOT_PATH:
-        listed: dict[str, Any] = {}
-        for (group, version), infos in groups.items():
-            _, digest = _document(infos, schema_source)
-            key = group_version_path(group, version)
-            listed[key] = {"serverRelativeURL": f"{ROOT_PATH}/{key}?hash={digest}"}
-        return {"paths": listed}
+
+def group_version_document(
+    catalogue: Catalogue, path: str, *, schema_source: SchemaSource | None = None
+) -> V3Document | None:
+    """The document at ``/openapi/v3/api/<v>`` or ``/openapi/v3/apis/<group>/<v>`` (a trailing
+    slash is ignored), or None if no group-version is served there."""
     prefix = ROOT_PATH + "/"
     if not path.startswith(prefix):
         return None
-    parts = path[len(prefix) :].split("/")
+    parts = path.rstrip("/")[len(prefix) :].split("/")
     if len(parts) == 2 and parts[0] == "api":
         group, version = "", parts[1]
     elif len(parts) == 3 and parts[0] == "apis" and parts[1]:
         group, version = parts[1], parts[2]
     else:
         return None
-    gv_infos = groups.get((group, version))
-    if not gv_infos:
-        return None
-    document, _ = _document(gv_infos, schema_source)
-    return document
-
-
-def document_hash(
-    catalogue: Catalogue,
-    group: str,
-    version: str,
-    *,
-    schema_source: SchemaSource | None = None,
-) -> str | None:
-    """The hash ``/openapi/v3`` lists for a group-version (an ETag), or None if unserved."""
     infos = _group_versions(catalogue).get((group, version))
-    if not infos:
-        return None
-    return _document(infos, schema_source)[1]
+    return _document(infos, schema_source) if infos else None
+
+
+def openapi_document(
+    catalogue: Catalogue, path: str, *, schema_source: SchemaSource | None = None
+) -> dict[str, Any] | None:
+    """The v3 document at ``path`` (the root or a group-version's), or None if there is none
+    there (``/openapi/v2`` is :func:`swagger`'s). Shared and cached: never mutate it."""
+    if path.rstrip("/") == ROOT_PATH:
+        return root(catalogue, schema_source=schema_source)
+    found = group_version_document(catalogue, path, schema_source=schema_source)
+    return None if found is None else found.document
+
+
+def negotiate_v3(accept: str) -> str | None:
+    """``application/json`` when ``accept`` takes JSON (``*/*`` and ``application/*`` do; no
+    header means ``*/*``), else None: kubelite does not serve the v3 protobuf form, which no
+    client it serves asks for (client-go's openapi3 asks for JSON), so such a request gets 406
+    rather than a body it cannot read."""
+    for part in (accept or "*/*").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        quality = next(
+            (v for k, _, v in (f.partition("=") for f in fields[1:]) if k.strip() == "q"), "1"
+        )
+        if media in ("application/json", "application/*", "*/*") and quality.strip() not in (
+            "0",
+            "0.0",
+            "0.00",
+            "0.000",
+        ):
+            return V3_JSON
+    return None
 
 
 def clear_cache() -> None:
