@@ -3,17 +3,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# `make serve` needs only the package; `make test` and the rest need the test extra too.
+SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test check bench clean
 
-$(STAMP): pyproject.toml
+$(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-serve: $(STAMP)
+serve: $(SERVE_STAMP)
 	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
 # Every test (the etcd backend's and the HA tests start their own etcd), then the API server

@@ -15,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="kubelite", description="A Kubernetes-compatible API server."
     )
+    parser.add_argument("--version", action="version", version=f"kubelite {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the API server")
     s.add_argument("--data-dir", default="./kubelite-data", help="database, token and kubeconfig")
@@ -43,9 +44,21 @@ def main(argv: list[str] | None = None) -> int:
         default="30000-32767",
         help="the range Service node ports are allocated from",
     )
+    s.add_argument(
+        "--tls-san",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another DNS name or IP for the serving certificate (repeat, or comma-separate)",
+    )
+    s.add_argument(
+        "--advertise-address",
+        default=None,
+        help="the address the kubeconfig names (default: the bind address; 127.0.0.1 for 0.0.0.0)",
+    )
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
-        "--kubeconfig", default=os.environ.get("KUBECONFIG", "./kubelite-data/kubeconfig")
+        "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
     )
     c.add_argument("--revision", type=int, required=True)
     d = sub.add_parser("demo", help="narrated demonstrations on a live server")
@@ -53,12 +66,29 @@ def main(argv: list[str] | None = None) -> int:
     dc = demos.add_parser(
         "conflict",
         help="two editors and a 409, then many writers and no lost update",
-        description="Runs against the kubeconfig's server; without a kubeconfig, starts a "
-        "throwaway kubelite server.",
+        description="Starts a throwaway kubelite server, unless --kubeconfig names a kubelite "
+        "server to run on (any other server is refused).",
     )
-    dc.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    dc.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="run on this server, which must be kubelite (KUBECONFIG is ignored on purpose)",
+    )
     dc.add_argument("--writers", type=int, default=16, help="concurrent writers in act 2")
     dc.add_argument("--updates", type=int, default=10, help="updates per writer in act 2")
+    snap = sub.add_parser("snapshot", help="back up or restore the SQLite store")
+    snaps = snap.add_subparsers(dest="snapshot", required=True)
+    ss = snaps.add_parser(
+        "save",
+        help="a consistent copy of the store, taken while the server runs",
+        description="Copies the data dir's SQLite store with SQLite's backup API. For an etcd "
+        "store use `etcdctl snapshot save`.",
+    )
+    ss.add_argument("file")
+    ss.add_argument("--data-dir", default="./kubelite-data")
+    sr = snaps.add_parser("restore", help="put a saved copy in place (server stopped)")
+    sr.add_argument("file")
+    sr.add_argument("--data-dir", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -68,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from kubelite.api.kinds.allocation import ServiceRanges
         from kubelite.server.serve import ServeOptions, serve
+        from kubelite.server.startup import StartupError
 
         try:
             ranges = ServiceRanges.parse(
@@ -84,17 +115,25 @@ def main(argv: list[str] | None = None) -> int:
             history_seconds=args.history_seconds,
             history_revisions=args.history_revisions,
             service_ranges=ranges,
+            tls_sans=tuple(n for names in args.tls_san for n in names.split(",") if n),
+            advertise_address=args.advertise_address,
         )
-        uvloop.run(serve(options))
+        try:
+            uvloop.run(serve(options))
+        except StartupError as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            pass
         return 0
     if args.command == "compact":
         from kubelite.client.admin import AdminError, compact
-        from kubelite.client.kubeconfig import load_connection
+        from kubelite.client.kubeconfig import KubeconfigError, load_connection
 
         try:
             result = compact(load_connection(args.kubeconfig), args.revision)
-        except AdminError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except (AdminError, KubeconfigError) as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
             return 1
         print(result.get("message", result))
         return 0
@@ -102,4 +141,36 @@ def main(argv: list[str] | None = None) -> int:
         from kubelite.client.demo import run_conflict_demo  # rich loads only for the demo
 
         return run_conflict_demo(args.kubeconfig, args.writers, args.updates)
+    if args.command == "snapshot":
+        return _snapshot(args)
     return 2
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from kubelite.server.startup import StartupError, hold_data_dir
+    from kubelite.storage.sqlite.snapshot import SnapshotError, restore, save
+
+    try:
+        if args.snapshot == "save":
+            database = Path(args.data_dir).expanduser() / "state.db"
+            revision = save(database, Path(args.file))
+            print(f"saved {database} at revision {revision} to {args.file}")
+            return 0
+        held = hold_data_dir(args.data_dir)  # refuses while a server runs on it
+        try:
+            revision = restore(Path(args.file), held.path / "state.db")
+        finally:
+            held.release()
+        print(f"restored {args.file} (revision {revision}) into {held.path}")
+        return 0
+    except (SnapshotError, StartupError) as exc:
+        print(f"kubelite: {exc}", file=sys.stderr)
+        return 1
+
+
+def _version() -> str:
+    from kubelite import __version__
+
+    return __version__

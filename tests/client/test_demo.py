@@ -3,10 +3,14 @@ writers, checked in its output and in the object it leaves on the server."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 from harness import Server
 
@@ -42,8 +46,66 @@ def test_demo_on_a_running_server(server: Server) -> None:
     assert int(conflicts.split("│")[2]) > 0
 
 
-def test_demo_without_a_kubeconfig_starts_its_own_server(tmp_path: Path) -> None:
-    result = demo("--writers", "4", "--updates", "2", env={"KUBECONFIG": str(tmp_path / "none")})
+def test_demo_without_a_kubeconfig_starts_its_own_server_even_with_kubeconfig_set(
+    server: Server,
+) -> None:
+    """KUBECONFIG naming a live server is ignored: only --kubeconfig points the demo at one."""
+    result = demo("--writers", "4", "--updates", "2", env={"KUBECONFIG": str(server.kubeconfig)})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "starting a throwaway kubelite server" in result.stdout
+    assert "Starting a throwaway kubelite server." in result.stdout
     assert "No update was lost." in result.stdout
+    status, _ = server.request("GET", "/apis/apps/v1/namespaces/default/deployments/web-server")
+    assert status == 404  # the server KUBECONFIG named was not touched
+
+
+def test_demo_refuses_a_server_that_is_not_kubelite(tmp_path: Path) -> None:
+    """A stand-in for a real cluster: an HTTP server answering /version as kube-apiserver does."""
+
+    class Cluster(http.server.BaseHTTPRequestHandler):
+        writes: ClassVar[list[str]] = []
+
+        def do_GET(self) -> None:
+            body = json.dumps({"major": "1", "minor": "37", "gitVersion": "v1.37.0"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            Cluster.writes.append(self.path)
+            self.send_response(500)
+            self.end_headers()
+
+        do_PUT = do_PATCH = do_DELETE = do_POST
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Cluster)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    kubeconfig = tmp_path / "cluster.yaml"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "prod", "cluster": {"server": url}}],
+                "users": [{"name": "me", "user": {"token": "t"}}],
+                "contexts": [{"name": "prod", "context": {"cluster": "prod", "user": "me"}}],
+                "current-context": "prod",
+            }
+        )
+    )
+    try:
+        result = demo("--kubeconfig", str(kubeconfig))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"kubelite: {url} is not a kubelite server (version v1.37.0); the demo writes a "
+        "Deployment, so it runs only on kubelite"
+    )
+    assert Cluster.writes == []

@@ -142,8 +142,12 @@ def test_several_files_in_kubeconfig_first_one_wins(
 
 def test_clear_errors_for_what_we_cannot_use(tmp_path: Path) -> None:
     path = tmp_path / "config"
+    provider = {"auth-provider": {"name": "gcp"}}
+    path.write_text(yaml.safe_dump(config(users=[{"name": "u1", "user": provider}])))
+    with pytest.raises(KubeconfigError, match="needs an auth-provider plugin"):
+        load_kubeconfig(path)
     path.write_text(yaml.safe_dump(config(users=[{"name": "u1", "user": {"exec": {}}}])))
-    with pytest.raises(KubeconfigError, match="credential plugin"):
+    with pytest.raises(KubeconfigError, match="exec plugin: invalid apiVersion ''"):
         load_kubeconfig(path)
     path.write_text(yaml.safe_dump(config(**{"current-context": ""})))
     with pytest.raises(KubeconfigError, match="no current-context"):

@@ -171,3 +171,17 @@ def _put_note(api: Api, value: str) -> int:
             if status == 200:
                 return int(written["metadata"]["resourceVersion"])
         time.sleep(0.1)
+
+
+def test_servers_over_one_etcd_share_one_ca_and_admin_token(
+    cluster: EtcdCluster, servers: Servers
+) -> None:
+    """The first server stores its CA and token; the second, with a data dir of its own, adopts
+    them: either's kubeconfig and token work on both, with no file copied by hand."""
+    first, second = start_pair(cluster, servers, 0, 1)
+    assert first.token == second.token
+    assert (first.data_dir / "ca.crt").read_bytes() == (second.data_dir / "ca.crt").read_bytes()
+    # the second server's certificate verifies against the first server's kubeconfig CA
+    borrowed = Server(second.url, first.token, first.kubeconfig, first.data_dir, second.process)
+    status, body = borrowed.request("GET", "/api/v1/namespaces/default")
+    assert status == 200, body

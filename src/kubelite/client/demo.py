@@ -7,9 +7,9 @@ writers hammering one object with ``update(ref, mutate)``; it counts the conflic
 that no update was lost (the counter equals the number of acknowledged writes, and each writer's
 own tally is intact).
 
-Runs against the kubeconfig's server, or, when there is no kubeconfig, against a throwaway
-``kubelite serve`` started in a temporary directory (a subprocess: the client never imports
-the server).
+Runs against a throwaway ``kubelite serve`` started in a temporary directory (a subprocess: the
+client never imports the server); given ``--kubeconfig``, on that server, which must be kubelite
+(``KUBECONFIG`` is never used: the demo must not write to a real cluster by accident).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from rich.table import Table
 
 from kubelite.client.async_client import AsyncClient
 from kubelite.client.errors import Conflict, NotFound
+from kubelite.client.kubeconfig import KubeconfigError, load_kubeconfig
 from kubelite.client.objects import Object, Ref, resource_version
 from kubelite.client.retry import Backoff
 
@@ -190,10 +191,27 @@ def temporary_server() -> Iterator[Path]:
                 process.stdout.close()
 
 
+class NotKubelite(Exception):
+    """The demo was pointed at a server that is not kubelite."""
+
+
 async def conflict_demo(
-    kubeconfig: Path, console: Console, writers: int = 16, updates: int = 10
+    kubeconfig: Path,
+    console: Console,
+    writers: int = 16,
+    updates: int = 10,
+    require_kubelite: bool = False,
 ) -> bool:
-    async with AsyncClient.from_kubeconfig(kubeconfig, namespace="default") as client:
+    connection = load_kubeconfig(kubeconfig)
+    async with AsyncClient(connection, namespace="default") as client:
+        if require_kubelite:
+            version = await client.request("GET", "/version")
+            git_version = str(version.get("gitVersion", "")) if isinstance(version, dict) else ""
+            if "+kubelite" not in git_version:
+                raise NotKubelite(
+                    f"{connection.server} is not a kubelite server (version {git_version or '?'}); "
+                    "the demo writes a Deployment, so it runs only on kubelite"
+                )
         seeded = await seed_scenario(client, console)
         hammered = await crowd(client, console, writers, updates)
     return seeded and hammered
@@ -208,11 +226,15 @@ def run_conflict_demo(
     """The ``kubelite demo conflict`` command; 0 when both acts prove their point."""
     console = console or Console()
     with contextlib.ExitStack() as stack:
-        if kubeconfig is None or not Path(kubeconfig).exists():
-            console.print("[dim]No kubeconfig found: starting a throwaway kubelite server.[/]")
+        if kubeconfig is None:
+            console.print("[dim]Starting a throwaway kubelite server.[/]")
             path = stack.enter_context(temporary_server())
         else:
             path = Path(kubeconfig)
             console.print(f"[dim]Using {path}.[/]")
-        ok = asyncio.run(conflict_demo(path, console, writers, updates))
+        try:
+            ok = asyncio.run(conflict_demo(path, console, writers, updates, kubeconfig is not None))
+        except (NotKubelite, KubeconfigError) as exc:
+            print(f"kubelite: {exc}", file=sys.stderr)
+            return 1
     return 0 if ok else 1

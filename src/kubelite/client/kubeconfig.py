@@ -5,9 +5,10 @@ Handles what ordinary kubeconfigs carry (kubelite's, kind's, a cloud provider's 
 plugins): the current context or a named one, the context's namespace, bearer tokens (inline or
 ``tokenFile``), basic auth, client certificates and keys (inline ``*-data`` or file paths,
 relative paths resolved against the kubeconfig's directory), CA data or file,
-``insecure-skip-tls-verify`` and ``tls-server-name``. ``KUBECONFIG`` may list several files
-(``:``-separated): as kubectl does, the first file that sets a value wins. ``exec`` and
-``auth-provider`` credential plugins are not supported and raise a clear error.
+``insecure-skip-tls-verify`` and ``tls-server-name``, and ``exec`` credential plugins
+(:mod:`kubelite.client.execcred`). ``KUBECONFIG`` may list several files (``:``-separated): as
+kubectl does, the first file that sets a value wins; an empty ``KUBECONFIG`` is unset.
+``auth-provider`` plugins (removed from kubectl) raise a clear error.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kubelite.client.execcred import ExecCredentialError, run_exec_plugin
 
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
@@ -174,22 +177,30 @@ def load_kubeconfig(path: str | Path | None = None, context: str | None = None) 
         raise KubeconfigError(f"context {name!r} names no cluster")
     cluster = _named(config["clusters"], ctx["cluster"], "cluster")
     user = _named(config["users"], ctx["user"], "user") if ctx.get("user") else {}
-    if "exec" in user or "auth-provider" in user:
+    if "auth-provider" in user:
         raise KubeconfigError(
-            f"user {ctx['user']!r} needs a credential plugin (exec/auth-provider), which "
-            "kubelite.client does not run; use a token or a client certificate"
+            f"user {ctx['user']!r} needs an auth-provider plugin, which kubelite.client does "
+            "not run (kubectl dropped them too); use an exec plugin, a token or a certificate"
         )
     if not cluster.get("server"):
         raise KubeconfigError(f"cluster {ctx['cluster']!r} has no server")
     token = str(user.get("token") or "")
     if not token and user.get("tokenFile"):
         token = (_bytes(user, "", "tokenFile") or b"").decode().strip()
+    cert = _bytes(user, "client-certificate-data", "client-certificate")
+    key = _bytes(user, "client-key-data", "client-key")
+    if isinstance(user.get("exec"), dict) and not token and not cert:
+        try:
+            credential = run_exec_plugin(user["exec"], cluster, existing[0].parent)
+        except ExecCredentialError as exc:
+            raise KubeconfigError(f"user {ctx['user']!r}: {exc}") from None
+        token, cert, key = credential.token, credential.client_cert_pem, credential.client_key_pem
     return Connection(
         server=str(cluster["server"]).rstrip("/"),
         token=token,
         ca_pem=_bytes(cluster, "certificate-authority-data", "certificate-authority"),
-        client_cert_pem=_bytes(user, "client-certificate-data", "client-certificate"),
-        client_key_pem=_bytes(user, "client-key-data", "client-key"),
+        client_cert_pem=cert,
+        client_key_pem=key,
         username=str(user.get("username") or ""),
         password=str(user.get("password") or ""),
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),

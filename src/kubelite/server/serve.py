@@ -1,9 +1,10 @@
-"""``kubelite serve``: open the store, write the kubeconfig, serve HTTP until told to stop.
+"""``kubelite serve``: bind, open the store, write the kubeconfig, serve HTTP until told to stop.
 
-The data directory holds the SQLite database (``state.db``), the admin token (``token``, mode
-0600, generated on first start) and a ``kubeconfig`` that kubectl and the client libraries accept
-as-is. SIGINT/SIGTERM stop accepting, end watch streams, finish in-flight requests and close the
-store.
+The data directory (mode 0700, locked by one server at a time) holds the SQLite database
+(``state.db``, 0600), the admin token (``token``, 0600, generated on first start), the CA and
+serving certificate, and a ``kubeconfig`` that kubectl and the client libraries accept as-is.
+Servers over one etcd share one CA and token (:mod:`kubelite.server.credentials`).
+SIGINT/SIGTERM stop accepting, end watch streams, finish in-flight requests and close the store.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import json
 import logging
 import os
 import secrets
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubelite.api.kinds.allocation import ServiceRanges
-from kubelite.server.assembly import running
-from kubelite.server.http import listen, serve_http
-from kubelite.server.tls import ServingFiles, ensure_serving_files
+from kubelite.server.assembly import assemble
+from kubelite.server.credentials import share_credentials
+from kubelite.server.http import serve_http
+from kubelite.server.startup import bind, hold_data_dir, open_store_checked, private_file
+from kubelite.server.tls import ServingFiles, ensure_ca, ensure_serving_files
 from kubelite.storage import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -35,6 +39,8 @@ class ServeOptions:
     history_seconds: float = 300.0
     history_revisions: int = 1000
     service_ranges: ServiceRanges = field(default_factory=ServiceRanges)
+    tls_sans: tuple[str, ...] = ()
+    advertise_address: str | None = None
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -82,30 +88,70 @@ def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> 
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
     """The data directory, the admin token and the TLS files, each made on first start."""
     data_dir = Path(options.data_dir).absolute()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     return (
         data_dir,
         load_or_create_token(data_dir),
-        ensure_serving_files(data_dir, options.bind_address),
+        ensure_serving_files(data_dir, options.bind_address, options.tls_sans),
     )
+
+
+def advertised_host(options: ServeOptions) -> str:
+    """The host the kubeconfig names: ``--advertise-address``, else the bind address, except
+    that a wildcard bind (0.0.0.0, ::) is reached on this machine's loopback."""
+    if options.advertise_address:
+        return options.advertise_address
+    wildcard = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}
+    return wildcard.get(options.bind_address, options.bind_address)
 
 
 async def serve(options: ServeOptions) -> None:
-    data_dir, token, tls = prepare_data_dir(options)
-    url = options.storage or f"sqlite://{data_dir}/state.db"
-    store_options = StoreOptions(
-        retention_seconds=options.history_seconds,
-        min_retained_revisions=options.history_revisions,
-    )
-    async with running(
-        url, store_options, token=token, service_ranges=options.service_ranges
-    ) as server:
-        sock = listen(options.bind_address, options.port)
-        host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        server_url = f"https://{shown}:{port}"
-        kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
-        print(f"kubelite serving on {server_url}", flush=True)
-        print(f"export KUBECONFIG={kubeconfig}", flush=True)
-        await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set)
+    """Serve until SIGINT/SIGTERM. The socket is bound and the data directory locked before the
+    store opens; a :class:`StartupError` says in one line why the server could not start."""
+    held = hold_data_dir(options.data_dir)
+    data_dir = held.path
+    try:
+        sock = bind(options.bind_address, options.port)
+        try:
+            await _serve(options, data_dir, sock)
+        finally:
+            sock.close()
+    finally:
+        held.release()
     print("kubelite stopped", file=sys.stderr, flush=True)
+
+
+async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> None:
+    url = options.storage
+    if url is None:
+        private_file(data_dir / "state.db")
+        url = f"sqlite://{data_dir}/state.db"
+    store = await open_store_checked(
+        url,
+        StoreOptions(
+            retention_seconds=options.history_seconds,
+            min_retained_revisions=options.history_revisions,
+        ),
+    )
+    try:
+        token = load_or_create_token(data_dir)
+        ensure_ca(data_dir)
+        if not url.startswith("sqlite:"):
+            await share_credentials(store, data_dir)
+            token = load_or_create_token(data_dir)
+        host = advertised_host(options)
+        names = (*options.tls_sans, host)
+        tls = ensure_serving_files(data_dir, options.bind_address, names)
+        server = await assemble(store, token=token, service_ranges=options.service_ranges)
+        try:
+            port = sock.getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            server_url = f"https://{shown}:{port}"
+            kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
+            print(f"kubelite serving on {server_url}", flush=True)
+            print(f"export KUBECONFIG={kubeconfig}", flush=True)
+            await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set)
+        finally:
+            await server.close()
+    finally:
+        await store.close()

@@ -3,7 +3,8 @@
 kubectl sends its bearer token only over TLS, so even a local test server serves HTTPS. The data
 directory keeps ``ca.crt`` (put into the kubeconfig as ``certificate-authority-data``),
 ``server.crt`` and ``server.key`` (mode 0600); the serving certificate names localhost,
-127.0.0.1, ::1 and the bind address, and is made again if the bind address is not among them.
+127.0.0.1, ::1, the bind address and every ``--tls-san``, and is made again if one is missing
+or another CA issued it (servers over one etcd adopt the first server's CA).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
@@ -43,8 +45,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _names(bind_address: str) -> list[x509.GeneralName]:
-    hosts = {"localhost", "127.0.0.1", "::1", bind_address}
+def _names(hosts: set[str]) -> list[x509.GeneralName]:
     names: list[x509.GeneralName] = []
     for host in sorted(hosts):
         try:
@@ -80,29 +81,52 @@ def _certificate(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def ensure_serving_files(data_dir: Path, bind_address: str) -> ServingFiles:
-    files = ServingFiles(data_dir / "ca.crt", data_dir / "server.crt", data_dir / "server.key")
-    ca_key_path = data_dir / "ca.key"
-    if files.ca_cert.exists() and ca_key_path.exists():
-        ca_cert = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
-        loaded = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
+def ensure_ca(data_dir: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """The server's CA (``ca.crt``, ``ca.key``), made on first start."""
+    cert_path, key_path = data_dir / "ca.crt", data_dir / "ca.key"
+    if cert_path.exists() and key_path.exists():
+        ca_cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        loaded = serialization.load_pem_private_key(key_path.read_bytes(), None)
         assert isinstance(loaded, ec.EllipticCurvePrivateKey)
-        ca_key = loaded
-    else:
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_cert = _certificate("kubelite-ca", ca_key, None, ca_key, None)
-        _write_private(ca_key_path, _key_pem(ca_key))
-        files.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    if files.cert.exists() and files.key.exists() and _covers(files.cert, bind_address):
+        return ca_cert, loaded
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = _certificate("kubelite-ca", ca_key, None, ca_key, None)
+    _write_private(key_path, _key_pem(ca_key))
+    cert_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    return ca_cert, ca_key
+
+
+def ensure_serving_files(
+    data_dir: Path, bind_address: str, extra_names: tuple[str, ...] = ()
+) -> ServingFiles:
+    """The CA and a serving certificate it issued for localhost, 127.0.0.1, ::1, the bind
+    address and ``extra_names`` (``--tls-san``); made again when a name is missing or the CA
+    changed."""
+    files = ServingFiles(data_dir / "ca.crt", data_dir / "server.crt", data_dir / "server.key")
+    ca_cert, ca_key = ensure_ca(data_dir)
+    hosts = {"localhost", "127.0.0.1", "::1", bind_address, *extra_names}
+    if files.cert.exists() and files.key.exists() and _covers(files.cert, hosts, ca_cert):
         return files
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = _certificate("kubelite", key, ca_cert.subject, ca_key, _names(bind_address))
+    cert = _certificate("kubelite", key, ca_cert.subject, ca_key, _names(hosts))
     _write_private(files.key, _key_pem(key))
     files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return files
 
 
-def _covers(cert_path: Path, bind_address: str) -> bool:
+def _covers(cert_path: Path, hosts: set[str], ca_cert: x509.Certificate) -> bool:
     cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    try:
+        cert.verify_directly_issued_by(ca_cert)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    return any(str(n.value) == bind_address for n in san)
+    present = {str(n.value) for n in san}
+    return all(_canonical(h) in present for h in hosts)
+
+
+def _canonical(host: str) -> str:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
