@@ -8,12 +8,14 @@ store.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,7 +92,21 @@ def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
     )
 
 
-async def serve(options: ServeOptions) -> None:
+def announce(server_url: str, kubeconfig: Path) -> None:
+    """What ``kubelite serve`` prints once it accepts connections (tests and tools read it)."""
+    print(f"kubelite serving on {server_url}", flush=True)
+    print(f"export KUBECONFIG={kubeconfig}", flush=True)
+
+
+async def serve(
+    options: ServeOptions,
+    *,
+    on_ready: Callable[[str, Path], None] = announce,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM, or until ``stop`` is set when given (the testing plugin's
+    in-process server runs this on a thread of its own). ``on_ready(url, kubeconfig)`` runs once
+    the socket listens and the kubeconfig is written."""
     data_dir, token, tls = prepare_data_dir(options)
     url = options.storage or f"sqlite://{data_dir}/state.db"
     store_options = StoreOptions(
@@ -105,7 +121,7 @@ async def serve(options: ServeOptions) -> None:
         shown = f"[{host}]" if ":" in host else host
         server_url = f"https://{shown}:{port}"
         kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
-        print(f"kubelite serving on {server_url}", flush=True)
-        print(f"export KUBECONFIG={kubeconfig}", flush=True)
-        await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set)
-    print("kubelite stopped", file=sys.stderr, flush=True)
+        on_ready(server_url, kubeconfig)
+        await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop)
+    if stop is None:
+        print("kubelite stopped", file=sys.stderr, flush=True)
