@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
+# A project's own settings (pytest-asyncio, installed here, warns when its loop scope is unset).
+PYTEST_INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 BLOCK = re.compile(r"```(?:python|yaml)\n# (?P<path>[\w./-]+)\n(?P<body>.*?)```", re.DOTALL)
 
 

@@ -5,12 +5,9 @@ and a kopf operator under KopfRunner."""
 from __future__ import annotations
 
 import pytest
-from recipes import recipe_files, write_project
+from recipes import PYTEST_INI, recipe_files, write_project
 
 pytest_plugins = ["pytester"]
-
-# A project's own settings (pytest-asyncio, installed here, warns when its loop scope is unset).
-PYTEST_INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 
 def test_the_document_has_a_recipe_for_each_client() -> None:
