@@ -69,19 +69,51 @@ class _Embedded(Server):
 
 
 async def serve_http(
-    app: Any, sock: socket.socket, tls: ServingFiles, on_stop: Callable[[], None]
+    app: Any,
+    sock: socket.socket,
+    tls: ServingFiles,
+    on_stop: Callable[[], None],
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM. ``on_stop`` runs first (kubelite ends
-    its watch streams there), then granian stops accepting and waits for in-flight requests."""
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, or, when ``stop`` is given, until it is
+    set (a server on a thread of its own, where signal handlers cannot be installed). ``on_stop``
+    runs first (kubelite ends its watch streams there), then granian stops accepting and waits
+    for in-flight requests."""
     server = _Embedded(app, sock, tls)
     loop = asyncio.get_running_loop()
+    try:
+        await _serve_until_stopped(server, loop, on_stop, stop)
+    finally:
+        # granian closed the descriptor it was handed: the socket object must not close it again
+        # (by then the number may be another file's).
+        sock.detach()
 
-    def stop() -> None:
+
+async def _serve_until_stopped(
+    server: _Embedded,
+    loop: asyncio.AbstractEventLoop,
+    on_stop: Callable[[], None],
+    stop: asyncio.Event | None,
+) -> None:
+    def stop_serving() -> None:
         on_stop()
         server.stop()  # type: ignore[no-untyped-call]
 
+    if stop is not None:
+        waiter = asyncio.create_task(stop.wait())
+
+        def stop_when_set(waited: asyncio.Task[bool]) -> None:
+            if not waited.cancelled():
+                stop_serving()
+
+        waiter.add_done_callback(stop_when_set)
+        try:
+            await server.serve()
+        finally:
+            waiter.cancel()
+        return
     for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, stop)
+        loop.add_signal_handler(sig, stop_serving)
     try:
         await server.serve()
     finally:

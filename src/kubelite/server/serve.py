@@ -9,6 +9,7 @@ SIGINT/SIGTERM stop accepting, end watch streams, finish in-flight requests and 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -16,6 +17,7 @@ import os
 import secrets
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,23 +107,44 @@ def advertised_host(options: ServeOptions) -> str:
     return wildcard.get(options.bind_address, options.bind_address)
 
 
-async def serve(options: ServeOptions) -> None:
-    """Serve until SIGINT/SIGTERM. The socket is bound and the data directory locked before the
-    store opens; a :class:`StartupError` says in one line why the server could not start."""
+def announce(server_url: str, kubeconfig: Path) -> None:
+    """What ``kubelite serve`` prints once it accepts connections (tests and tools read it)."""
+    print(f"kubelite serving on {server_url}", flush=True)
+    print(f"export KUBECONFIG={kubeconfig}", flush=True)
+
+
+async def serve(
+    options: ServeOptions,
+    *,
+    on_ready: Callable[[str, Path], None] = announce,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM, or until ``stop`` is set when given (the testing plugin's
+    in-process server runs this on a thread of its own). ``on_ready(url, kubeconfig)`` runs once
+    the socket listens and the kubeconfig is written. The socket is bound and the data directory
+    locked before the store opens; a :class:`StartupError` says in one line why the server could
+    not start."""
     held = hold_data_dir(options.data_dir)
     data_dir = held.path
     try:
         sock = bind(options.bind_address, options.port)
         try:
-            await _serve(options, data_dir, sock)
+            await _serve(options, data_dir, sock, on_ready, stop)
         finally:
-            sock.close()
+            sock.close()  # a no-op once granian has served on it (serve_http detaches it)
     finally:
         held.release()
-    print("kubelite stopped", file=sys.stderr, flush=True)
+    if stop is None:
+        print("kubelite stopped", file=sys.stderr, flush=True)
 
 
-async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> None:
+async def _serve(
+    options: ServeOptions,
+    data_dir: Path,
+    sock: socket.socket,
+    on_ready: Callable[[str, Path], None],
+    stop: asyncio.Event | None,
+) -> None:
     url = options.storage
     if url is None:
         private_file(data_dir / "state.db")
@@ -148,9 +171,10 @@ async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> 
             shown = f"[{host}]" if ":" in host else host
             server_url = f"https://{shown}:{port}"
             kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
-            print(f"kubelite serving on {server_url}", flush=True)
-            print(f"export KUBECONFIG={kubeconfig}", flush=True)
-            await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set)
+            on_ready(server_url, kubeconfig)
+            await serve_http(
+                server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop
+            )
         finally:
             await server.close()
     finally:

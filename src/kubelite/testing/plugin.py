@@ -1,0 +1,127 @@
+"""The pytest fixtures, marker and options of ``kubelite.testing``.
+
+- ``kubelite``: a running server (:class:`~kubelite.testing.servers.KubeliteServer`), one per
+  session unless the test is marked ``@pytest.mark.kubelite(fresh=True)``, which gives it a
+  server of its own, stopped after it.
+- ``kubelite_namespace``: a new namespace's name, deleted after the test.
+- ``--kubelite-mode`` (or the ``kubelite_mode`` ini option): ``in-process`` (the default: a
+  thread of the test process) or ``subprocess`` (``kubelite serve``); the marker's ``mode=``
+  chooses for one test (with ``fresh=True``).
+
+A server that stops while a test uses it fails that test, with the server's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Generator, Iterator
+
+import pytest
+
+from kubelite.client import NotFound
+from kubelite.testing.servers import DEFAULT_MODE, MODES, KubeliteServer, Mode, start_server
+
+MARKER = "kubelite"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kubelite")
+    group.addoption(
+        "--kubelite-mode",
+        choices=MODES,
+        default=None,
+        help=f"how the kubelite fixture runs its server (default: {DEFAULT_MODE})",
+    )
+    parser.addini("kubelite_mode", f"in-process or subprocess (default: {DEFAULT_MODE})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(fresh=False, mode=None): fresh=True gives the test a kubelite server of its "
+        "own; mode (in-process, subprocess) how that server runs",
+    )
+
+
+def _session_mode(config: pytest.Config) -> Mode:
+    mode = config.getoption("--kubelite-mode") or config.getini("kubelite_mode") or DEFAULT_MODE
+    if mode not in MODES:
+        raise pytest.UsageError(f"kubelite_mode must be one of {MODES}, not {mode!r}")
+    return mode
+
+
+def _check(server: KubeliteServer) -> None:
+    failure = server.failure()
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kubelite_session(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KubeliteServer]:
+    """The session's shared server (started on first use)."""
+    server = start_server(tmp_path_factory.mktemp("kubelite") / "data", _session_mode(pytestconfig))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def kubelite(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KubeliteServer]:
+    """A running kubelite server: the session's, or the test's own when it is marked
+    ``@pytest.mark.kubelite(fresh=True)``."""
+    marker = request.node.get_closest_marker(MARKER)
+    options = dict(marker.kwargs) if marker is not None else {}
+    if not options.pop("fresh", False):
+        if options:
+            raise pytest.UsageError(f"@pytest.mark.kubelite({options}) needs fresh=True")
+        server: KubeliteServer = request.getfixturevalue("kubelite_session")
+        _check(server)
+        yield server
+        return
+    mode = options.pop("mode", None) or _session_mode(request.config)
+    if options:
+        raise pytest.UsageError(f"unknown @pytest.mark.kubelite options: {sorted(options)}")
+    server = start_server(tmp_path_factory.mktemp("kubelite") / "data", mode)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A test whose server stopped under it fails, with the server's log."""
+    try:
+        return (yield)
+    finally:
+        server = getattr(item, "funcargs", {}).get("kubelite")
+        if isinstance(server, KubeliteServer):
+            _check(server)
+
+
+def namespace_name(test_name: str) -> str:
+    """A DNS label from the test's name and a random suffix."""
+    stem = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")[:48].strip("-")
+    return f"{stem or 'test'}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def kubelite_namespace(kubelite: KubeliteServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new namespace on ``kubelite`` for this test (its name); deleted afterwards, without
+    waiting for its contents to go."""
+    name = namespace_name(request.node.name)
+    with kubelite.client() as client:
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        try:
+            yield name
+        finally:
+            if kubelite.failure() is None:
+                with contextlib.suppress(NotFound):
+                    client.delete("v1", "Namespace", name)
