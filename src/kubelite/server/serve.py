@@ -172,9 +172,7 @@ async def _serve(
             server_url = f"https://{shown}:{port}"
             kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
             on_ready(server_url, kubeconfig)
-            await serve_http(
-                server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop
-            )
+            await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop)
         finally:
             await server.close()
     finally:
