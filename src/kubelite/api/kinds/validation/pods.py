@@ -21,7 +21,8 @@ from typing import Any
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
-from kubelite.api.kinds.validation.podvolumes import mount_causes, volume_causes
+from kubelite.api.kinds.validation.podmounts import mount_causes
+from kubelite.api.kinds.validation.podvolumes import volume_causes
 from kubelite.api.metavalidation import (
     annotation_causes,
     invalid,
