@@ -452,3 +452,28 @@ def test_pod_with_every_volume_source_is_accepted(server: Server) -> None:
     assert code == 201, created
     stored = {v["name"]: v for v in created["spec"]["volumes"]}
     assert stored["none"]["emptyDir"] == {}  # SetDefaults_Volume: no source is an emptyDir
+
+
+def test_ephemeral_containers_are_refused_on_create_and_in_templates(server: Server) -> None:
+    """ValidatePodCreate and ValidatePodTemplateSpec: ephemeral containers come only through
+    the ephemeralcontainers subresource of a running Pod."""
+    debug = [{"name": "debug", "image": "busybox"}]
+    body = pod("eph")
+    body["spec"]["ephemeralContainers"] = debug
+    code, status = server.request("POST", PODS, body)
+    assert (code, status.get("message")) == (
+        422,
+        'Pod "eph" is invalid: spec.ephemeralContainers: Forbidden: cannot be set on create',
+    )
+    template = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "t"},
+        "template": {"spec": {**pod()["spec"], "ephemeralContainers": debug}},
+    }
+    code, status = server.request("POST", "/api/v1/namespaces/default/podtemplates", template)
+    assert (code, status.get("message")) == (
+        422,
+        'PodTemplate "t" is invalid: template.spec.ephemeralContainers: Forbidden: '
+        "ephemeral containers not allowed in pod template",
+    )

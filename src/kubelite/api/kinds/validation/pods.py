@@ -21,6 +21,7 @@ from typing import Any
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
+from kubelite.api.kinds.validation.podephemeral import in_template_causes, on_create_causes
 from kubelite.api.kinds.validation.podmounts import mount_causes
 from kubelite.api.kinds.validation.podvolumes import volume_causes
 from kubelite.api.metavalidation import (
@@ -560,12 +561,14 @@ def _template_causes(template: Any, path: str) -> list[Cause]:
         label_causes(meta.get("labels"), f"{path}.metadata.labels")
         + annotation_causes(meta.get("annotations"), f"{path}.metadata.annotations")
         + pod_spec_causes(tmpl.get("spec"), f"{path}.spec")
+        + in_template_causes(tmpl.get("spec"), f"{path}.spec")
     )
 
 
 def validate_pod(obj: Obj, old: Obj | None) -> list[Cause]:
     name = _str(_dict(obj.get("metadata")).get("name"))
-    return pod_spec_causes(obj.get("spec"), "spec", name)
+    causes = pod_spec_causes(obj.get("spec"), "spec", name)
+    return causes + (on_create_causes(obj.get("spec"), "spec") if old is None else [])
 
 
 def validate_pod_template(obj: Obj, old: Obj | None) -> list[Cause]:
