@@ -20,6 +20,10 @@ from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
+from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
+from kubelite.api.kinds.validation.podephemeral import in_template_causes, on_create_causes
+from kubelite.api.kinds.validation.podmounts import mount_causes
+from kubelite.api.kinds.validation.podvolumes import volume_causes
 from kubelite.api.metavalidation import (
     annotation_causes,
     invalid,
@@ -41,10 +45,6 @@ def _forbidden(path: str, detail: str) -> Cause:
 
 def _duplicate(path: str, value: str) -> Cause:
     return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", path)
-
-
-def _not_found(path: str, value: str) -> Cause:
-    return Cause("FieldValueNotFound", f"Not found: {go_quote(value)}", path)
 
 
 def _not_supported(path: str, value: str, supported: tuple[str, ...]) -> Cause:
@@ -269,109 +269,6 @@ def _quantity_value_causes(name: str, quantity: Quantity, path: str) -> list[Cau
     return []
 
 
-# --- volumes ----------------------------------------------------------------------------------
-
-#: validateVolumeSource's order, and the path each names in "more than 1 volume type" (kube's
-#: own spellings, ``downwarAPI`` included).
-_VOLUME_SOURCES = (
-    ("emptyDir", "emptyDir"),
-    ("hostPath", "hostPath"),
-    ("gitRepo", "gitRepo"),
-    ("gcePersistentDisk", "gcePersistentDisk"),
-    ("awsElasticBlockStore", "awsElasticBlockStore"),
-    ("secret", "secret"),
-    ("nfs", "nfs"),
-    ("iscsi", "iscsi"),
-    ("glusterfs", "glusterfs"),
-    ("flocker", "flocker"),
-    ("persistentVolumeClaim", "persistentVolumeClaim"),
-    ("rbd", "rbd"),
-    ("cinder", "cinder"),
-    ("cephfs", "cephFS"),
-    ("quobyte", "quobyte"),
-    ("downwardAPI", "downwarAPI"),
-    ("fc", "fc"),
-    ("flexVolume", "flexVolume"),
-    ("configMap", "configMap"),
-    ("azureFile", "azureFile"),
-    ("vsphereVolume", "vsphereVolume"),
-    ("photonPersistentDisk", "photonPersistentDisk"),
-    ("portworxVolume", "portworxVolume"),
-    ("azureDisk", "azureDisk"),
-    ("storageos", "storageos"),
-    ("projected", "projected"),
-    ("scaleIO", "scaleIO"),
-    ("csi", "csi"),
-    ("ephemeral", "ephemeral"),
-    ("image", "image"),
-)
-
-
-_ONE_VOLUME_TYPE = "may not specify more than 1 volume type"
-
-
-def _volume_causes(volumes: list[Any], path: str) -> tuple[set[str], list[Cause]]:
-    """ValidateVolumes: the names of the valid volumes, and the causes."""
-    names: set[str] = set()
-    causes: list[Cause] = []
-    for index, volume in enumerate(volumes):
-        vol = _dict(volume)
-        where = f"{path}[{index}]"
-        found: list[Cause] = []
-        count = 0
-        for key, shown in _VOLUME_SOURCES:
-            if vol.get(key) is None:
-                continue
-            if count:
-                found.append(
-                    _forbidden(f"{where}.{shown}", "may not specify more than 1 volume type")
-                )
-            else:
-                count += 1
-        if not count:
-            found.append(_required(where, "must specify a volume type"))
-        name = _str(vol.get("name"))
-        if not name:
-            found.append(_required(f"{where}.name"))
-        else:
-            found += _label(name, f"{where}.name")
-        if name in names:
-            found.append(_duplicate(f"{where}.name", name))
-        if found:
-            causes += found
-        else:
-            names.add(name)
-    return names, causes
-
-
-def _mount_causes(mounts: list[Any], volumes: set[str], path: str) -> list[Cause]:
-    """ValidateVolumeMounts: names that refer to a volume, mount paths given and unique."""
-    causes: list[Cause] = []
-    seen: set[str] = set()
-    for index, mount in enumerate(mounts):
-        mnt = _dict(mount)
-        where = f"{path}[{index}]"
-        name, mount_path = _str(mnt.get("name")), _str(mnt.get("mountPath"))
-        if not name:
-            causes.append(_required(f"{where}.name"))
-        if name not in volumes:
-            causes.append(_not_found(f"{where}.name", name))
-        if not mount_path:
-            causes.append(_required(f"{where}.mountPath"))
-        if mount_path in seen:
-            causes.append(invalid(f"{where}.mountPath", go_quote(mount_path), "must be unique"))
-        seen.add(mount_path)
-        if mnt.get("subPath") and mnt.get("subPathExpr"):
-            causes.append(
-                invalid(
-                    f"{where}.subPathExpr",
-                    go_quote(_str(mnt.get("subPathExpr"))),
-                    "subPathExpr and subPath are mutually exclusive",
-                )
-            )
-    return causes
-
-
 # --- containers -------------------------------------------------------------------------------
 
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
@@ -411,25 +308,6 @@ def _ports_causes(ports: list[Any], path: str) -> list[Cause]:
                 causes.append(_required(f"{where}.protocol"))
             elif protocol not in _PROTOCOLS:
                 causes.append(_not_supported(f"{where}.protocol", protocol, _PROTOCOLS))
-    return causes
-
-
-_RELAXED_ENV_MSG = (
-    "a valid environment variable name must consist only of printable ASCII characters other "
-    "than '='"
-)
-
-
-def _env_causes(env: list[Any], path: str) -> list[Cause]:
-    """ValidateEnv (names; relaxed rules, RelaxedEnvironmentVariableValidation being GA)."""
-    causes: list[Cause] = []
-    for index, raw in enumerate(env):
-        name = _str(_dict(raw).get("name"))
-        where = f"{path}[{index}].name"
-        if not name:
-            causes.append(_required(where))
-        elif any(ord(c) > 126 or ord(c) < 32 or c == "=" for c in name):
-            causes.append(invalid(where, go_quote(name), _RELAXED_ENV_MSG))
     return causes
 
 
@@ -504,7 +382,7 @@ def _probe_causes(probe: Any, path: str, which: str) -> list[Cause]:
     return causes
 
 
-def _container_common(ctr: Obj, volumes: set[str], path: str) -> list[Cause]:
+def _container_common(ctr: Obj, volumes: dict[str, Obj], path: str) -> list[Cause]:
     """validateContainerCommon."""
     causes: list[Cause] = []
     name = _str(ctr.get("name"))
@@ -524,8 +402,9 @@ def _container_common(ctr: Obj, volumes: set[str], path: str) -> list[Cause]:
             )
         )
     causes += _ports_causes(_list(ctr.get("ports")), f"{path}.ports")
-    causes += _env_causes(_list(ctr.get("env")), f"{path}.env")
-    causes += _mount_causes(_list(ctr.get("volumeMounts")), volumes, f"{path}.volumeMounts")
+    causes += env_causes(ctr.get("env"), f"{path}.env")
+    causes += env_from_causes(ctr.get("envFrom"), f"{path}.envFrom")
+    causes += mount_causes(ctr.get("volumeMounts"), volumes, ctr, f"{path}.volumeMounts")
     pull = ctr.get("imagePullPolicy")
     if isinstance(pull, str) and pull not in _PULL_POLICIES:
         causes.append(
@@ -571,7 +450,7 @@ def _host_port_causes(containers: list[Obj], path: str) -> list[Cause]:
     return causes
 
 
-def _containers_causes(containers: list[Any], volumes: set[str], path: str) -> list[Cause]:
+def _containers_causes(containers: list[Any], volumes: dict[str, Obj], path: str) -> list[Cause]:
     """validateContainers."""
     if not containers:
         return [_required(path)]
@@ -598,7 +477,7 @@ _INIT_FORBIDDEN = "may not be set for init containers without restartPolicy=Alwa
 
 
 def _init_containers_causes(
-    init: list[Any], regular: list[Any], volumes: set[str], path: str
+    init: list[Any], regular: list[Any], volumes: dict[str, Obj], path: str
 ) -> list[Cause]:
     """validateInitContainers."""
     causes: list[Cause] = []
@@ -628,12 +507,12 @@ def _init_containers_causes(
 # --- the pod spec -----------------------------------------------------------------------------
 
 
-def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
+def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
     """The causes of a 422 for a pod spec at ``path`` (``spec`` for a Pod,
-    ``spec.template.spec`` for a workload's template)."""
+    ``spec.template.spec`` for a workload's template; ``pod_name`` a Pod's name)."""
     if not isinstance(spec, dict):
         return [_required(f"{path}.containers")]
-    volumes, causes = _volume_causes(_list(spec.get("volumes")), f"{path}.volumes")
+    volumes, causes = volume_causes(spec.get("volumes"), f"{path}.volumes", pod_name)
     containers = _list(spec.get("containers"))
     causes += _containers_causes(containers, volumes, f"{path}.containers")
     causes += _init_containers_causes(
@@ -682,11 +561,14 @@ def _template_causes(template: Any, path: str) -> list[Cause]:
         label_causes(meta.get("labels"), f"{path}.metadata.labels")
         + annotation_causes(meta.get("annotations"), f"{path}.metadata.annotations")
         + pod_spec_causes(tmpl.get("spec"), f"{path}.spec")
+        + in_template_causes(tmpl.get("spec"), f"{path}.spec")
     )
 
 
 def validate_pod(obj: Obj, old: Obj | None) -> list[Cause]:
-    return pod_spec_causes(obj.get("spec"), "spec")
+    name = _str(_dict(obj.get("metadata")).get("name"))
+    causes = pod_spec_causes(obj.get("spec"), "spec", name)
+    return causes + (on_create_causes(obj.get("spec"), "spec") if old is None else [])
 
 
 def validate_pod_template(obj: Obj, old: Obj | None) -> list[Cause]:
