@@ -11,7 +11,8 @@ What decoding into a Go struct does, and so what :func:`decode` does to a body:
   are ``number <literal>``. The first such error is kept and decoding goes on, but an error
   returned by a type's own ``UnmarshalJSON`` (IntOrString, Quantity, Time) ends it and wins.
 - ``resource.Quantity`` reads strings and numbers with ``ParseQuantity``'s errors (``quantities
-  must match the regular expression '...'``, ``unable to parse quantity's suffix``);
+  must match the regular expression '...'``, ``unable to parse quantity's suffix``), and is
+  stored in canonical form, as kube re-encodes it (:mod:`kubelite.api.quantity`);
   ``intstr.IntOrString`` reads a string, or a number into an int32; ``metav1.Time`` and
   ``MicroTime`` parse RFC 3339 with ``time.Parse``'s errors; ``[]byte`` (``format: byte``) is
   standard base64 (``illegal base64 data at input byte N``).
@@ -39,6 +40,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubelite.api import quantity
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
 
@@ -214,72 +216,22 @@ def _bytes(value: Any, st: _State, stack: Stack, struct: str) -> Any:
     return value
 
 
-# resource.Quantity (apimachinery pkg/api/resource/quantity.go)
-_QUANTITY_FORMAT = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-_QUANTITY_SUFFIX = "unable to parse quantity's suffix"
-_QUANTITY_SUFFIXES = frozenset(
-    ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-)
-_DIGITS = frozenset("0123456789")
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-_EXPONENT = re.compile(r"[+-]?[0-9]+")
-
-
 def quantity_error(text: str) -> str | None:
     """``resource.ParseQuantity``'s error for ``text`` (already trimmed), or None."""
-    if not text:
-        return _QUANTITY_FORMAT
-    if text == "0":
-        return None
-    end = len(text)
-    pos = 1 if text[0] in "+-" else 0
-    while pos < end and text[pos] == "0":
-        pos += 1
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    if pos >= end:
-        return None
-    if text[pos] == ".":
-        pos += 1
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        if pos >= end:
-            return None
-    suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos < end:
-        if text[pos] in "+-":
-            pos += 1
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        if pos < end:
-            return _QUANTITY_FORMAT
-    suffix = text[suffix_start:]
-    if suffix in _QUANTITY_SUFFIXES:
-        return None
-    exponent = len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:])
-    if exponent and -(2**63) <= int(suffix[1:]) < 2**63:
-        return None
-    return _QUANTITY_SUFFIX
+    try:
+        quantity.parse(text)
+    except quantity.QuantityError as exc:
+        return str(exc)
+    return None
 
 
 def _quantity(value: Any, st: _State, stack: Stack, struct: str) -> Any:
-    t = type(value)
-    if t is str:
-        text = value.strip()
-    elif t is int or t is float:
-        text = _number_text(value)
-    elif t is bool:
-        text = "true" if value else "false"
-    else:
-        text = orjson.dumps(value).decode()
-    problem = quantity_error(text)
-    if problem is not None:
-        raise _Fatal(problem)
-    return value
+    """A Quantity field: read by its UnmarshalJSON and stored as its MarshalJSON writes it
+    (``String()``: ``1024Mi`` is stored as ``1Gi``, the number ``1`` as ``"1"``)."""
+    try:
+        return str(quantity.parse_json(value))
+    except quantity.QuantityError as exc:
+        raise _Fatal(str(exc)) from None
 
 
 def _int_or_string(value: Any, st: _State, stack: Stack, struct: str) -> Any:
@@ -294,6 +246,8 @@ def _int_or_string(value: Any, st: _State, stack: Stack, struct: str) -> Any:
         raise _Fatal(_type_error(f"number {_number_text(value)}", "int32", stack, struct))
     raise _Fatal(_type_error(_what(value), "int32", stack, struct))
 
+
+_DIGITS = frozenset("0123456789")
 
 # metav1.Time and MicroTime: time.Parse(RFC3339 / RFC3339Micro, s), with Go's ParseError texts.
 _RFC3339 = "2006-01-02T15:04:05Z07:00"
