@@ -43,6 +43,7 @@ import orjson
 from kubelite.api import quantity
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
+from kubelite.api.gotypes import NAMED_FIELDS
 
 __all__ = [
     "MAX_DEPTH",
@@ -145,8 +146,11 @@ def _number(value: Any, st: _State, stack: Stack, struct: str) -> Any:
     return value
 
 
-def _integer(gotype: str) -> Dec:
+def _integer(gotype: str, name: str = "") -> Dec:
+    """An integer of Go type ``gotype`` (its range), named ``name`` in errors (a named type:
+    ``v1.Signal``) or ``gotype``."""
     low, high = _INT_RANGES.get(gotype, _INT_RANGES["int64"])
+    gotype = name or gotype
 
     def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
         t = type(value)
@@ -409,6 +413,8 @@ class _Compiler:
     def __init__(self, definitions: dict[str, Any]) -> None:
         self.definitions = definitions
         self.structs: dict[str, tuple[Dec, str]] = {}
+        #: named Go types' underlying types (``v1.Capability``: ``string``), for zero values
+        self.underlying: dict[str, str] = {}
 
     def node(self, schema: dict[str, Any]) -> tuple[Dec, str]:
         """The decoder of ``schema`` and its Go type string."""
@@ -509,15 +515,38 @@ class _Compiler:
 
         if name:
             self.structs[name] = (dec, gotype)
+        package, _, struct_name = name.rpartition(".")
+        named = NAMED_FIELDS.get(package, {}).get(struct_name, {})
         for key, schema in properties.items():
             if isinstance(schema, dict):
-                node = self.node(schema)[0]
-                fields[key] = node
+                goname = named.get(key)
+                fields[key] = (self.named(schema, goname) if goname else self.node(schema))[0]
         return dec, gotype
 
-    def map(self, schema: dict[str, Any]) -> tuple[Dec, str]:
+    def named(self, schema: dict[str, Any], goname: str) -> tuple[Dec, str]:
+        """A field of a named Go type that OpenAPI does not record (:mod:`.gotypes`): a named
+        string or integer, a slice of them, a named map (``v1.ResourceList``)."""
+        types = _types(schema)
+        items = schema.get("items")
+        if "array" in types and isinstance(items, dict):
+            element = goname[2:] if goname.startswith("[]") else ""
+            item = self.named(items, element) if element else self.node(items)
+            return self.list(items, item, goname)
+        additional = schema.get("additionalProperties")
+        if "object" in types and isinstance(additional, dict):
+            return self.map(additional, goname)
+        if "string" in types and schema.get("format") != "byte":
+            self.underlying[goname] = "string"
+            return _named_string(goname), goname
+        if "integer" in types:
+            fmt = schema.get("format")
+            self.underlying[goname] = fmt if fmt in _INT_RANGES else "int64"
+            return _integer(self.underlying[goname], goname), goname
+        return self.node(schema)
+
+    def map(self, schema: dict[str, Any], name: str = "") -> tuple[Dec, str]:
         item, item_type = self.node(schema)
-        gotype = f"map[string]{item_type}"
+        gotype = name or f"map[string]{item_type}"
         zero = self.zero(item_type)
         strings = item is _string_check
 
@@ -544,9 +573,11 @@ class _Compiler:
 
         return dec, gotype
 
-    def list(self, schema: dict[str, Any]) -> tuple[Dec, str]:
-        item, item_type = self.node(schema)
-        gotype = f"[]{item_type}"
+    def list(
+        self, schema: dict[str, Any], named: tuple[Dec, str] | None = None, name: str = ""
+    ) -> tuple[Dec, str]:
+        item, item_type = named or self.node(schema)
+        gotype = name or f"[]{item_type}"
         zero = self.zero(item_type)
 
         def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
@@ -564,15 +595,26 @@ class _Compiler:
 
         return dec, gotype
 
-    @staticmethod
-    def zero(gotype: str) -> Callable[[], Any]:
+    def zero(self, gotype: str) -> Callable[[], Any]:
         """Go's zero value of an element type, as encoded (a nil slice or map is null)."""
+        gotype = self.underlying.get(gotype, gotype)
         if gotype in _ZERO:
             value = _ZERO[gotype]
             return lambda: value
         if gotype.startswith(("[]", "map[", "*")) or gotype.endswith("interface {}"):
             return lambda: None
         return dict  # a struct: every field at its zero value, omitted
+
+
+def _named_string(name: str) -> Dec:
+    """A string of a named Go type (``v1.PullPolicy``): its errors name that type."""
+
+    def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
+        if type(value) is not str:
+            st.save(_type_error(_what(value), name, stack, struct))
+        return value
+
+    return dec
 
 
 def _string_check(value: Any, st: _State, stack: Stack, struct: str) -> Any:
