@@ -20,6 +20,7 @@ EXEMPT = {
     "api/controllers": "controllers of one kind each (namespaces, CRDs)",
     # declarations of the kinds, and codecs per kind (kube's generated code per type)
     "api/catalogue_extra.py": "hand-written kind data: short names, columns, served versions",
+    "api/gotypes.py": "generated: the Go types of the kinds' fields, by struct",
     "api/conversion.py": "conversions between the versions of Event and HorizontalPodAutoscaler",
     "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
     # the URL grammar has a namespaces/<name> segment

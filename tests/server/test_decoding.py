@@ -146,6 +146,63 @@ def test_wrong_types_are_400_and_nothing_is_stored(server: Server) -> None:
     assert current["spec"]["replicas"] == 2
 
 
+def test_wrong_types_name_the_fields_named_go_type(server: Server) -> None:
+    """Go named string types (``type PullPolicy string``) are in encoding/json's texts, not in
+    OpenAPI: ``of type v1.PullPolicy``, ``[]v1.Capability``, ``v1.ResourceList``."""
+
+    def container(**fields: Any) -> dict[str, Any]:
+        return {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", **fields}]}}
+
+    capabilities = {"capabilities": {"add": ["NET_ADMIN", 5]}}
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        (
+            PODS,
+            container(image="i", imagePullPolicy=5),
+            "number into Go struct field "
+            "Container.spec.containers.imagePullPolicy of type v1.PullPolicy",
+        ),
+        (
+            PODS,
+            container(image="i", securityContext=capabilities),
+            "number into Go struct field "
+            "Capabilities.spec.containers.securityContext.capabilities.add of type v1.Capability",
+        ),
+        (
+            PODS,
+            container(image="i", resources={"limits": "1Gi"}),
+            "string into Go struct field "
+            "ResourceRequirements.spec.containers.resources.limits of type v1.ResourceList",
+        ),
+        (
+            PODS,
+            {"metadata": {"name": "p", "uid": 7}, "spec": {"containers": []}},
+            "number into Go struct field ObjectMeta.metadata.uid of type types.UID",
+        ),
+        (
+            DEPLOY,
+            deployment("p", strategy={"type": 1}),
+            "number into Go struct field "
+            "DeploymentStrategy.spec.strategy.type of type v1.DeploymentStrategyType",
+        ),
+        (
+            "/api/v1/namespaces/default/services",
+            {"metadata": {"name": "p"}, "spec": {"type": True, "ports": [{"port": 80}]}},
+            "bool into Go struct field ServiceSpec.spec.type of type v1.ServiceType",
+        ),
+        (
+            "/api/v1/namespaces/default/persistentvolumeclaims",
+            {"metadata": {"name": "p"}, "spec": {"accessModes": "ReadWriteOnce"}},
+            "string into Go struct field "
+            "PersistentVolumeClaimSpec.spec.accessModes of type []v1.PersistentVolumeAccessMode",
+        ),
+    ]
+    for path, body, where in cases:
+        code, status = server.request("POST", path, body)
+        assert (code, status["reason"]) == (400, "BadRequest"), where
+        assert status["message"].endswith(f"json: cannot unmarshal {where}"), status["message"]
+        assert_absent(server, f"{path}/p")
+
+
 def test_unknown_fields_dropped_under_warn_and_ignore(server: Server) -> None:
     body = {"metadata": {"name": "w", "bogus": 1}, "data": {"a": "b"}, "extra": {"x": 1}}
     code, made = server.request("POST", CM, body)

@@ -11,7 +11,8 @@ What decoding into a Go struct does, and so what :func:`decode` does to a body:
   are ``number <literal>``. The first such error is kept and decoding goes on, but an error
   returned by a type's own ``UnmarshalJSON`` (IntOrString, Quantity, Time) ends it and wins.
 - ``resource.Quantity`` reads strings and numbers with ``ParseQuantity``'s errors (``quantities
-  must match the regular expression '...'``, ``unable to parse quantity's suffix``);
+  must match the regular expression '...'``, ``unable to parse quantity's suffix``), and is
+  stored in canonical form, as kube re-encodes it (:mod:`kubelite.api.quantity`);
   ``intstr.IntOrString`` reads a string, or a number into an int32; ``metav1.Time`` and
   ``MicroTime`` parse RFC 3339 with ``time.Parse``'s errors; ``[]byte`` (``format: byte``) is
   standard base64 (``illegal base64 data at input byte N``).
@@ -39,8 +40,10 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubelite.api import quantity
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
+from kubelite.api.gotypes import NAMED_FIELDS
 
 __all__ = [
     "MAX_DEPTH",
@@ -143,8 +146,11 @@ def _number(value: Any, st: _State, stack: Stack, struct: str) -> Any:
     return value
 
 
-def _integer(gotype: str) -> Dec:
+def _integer(gotype: str, name: str = "") -> Dec:
+    """An integer of Go type ``gotype`` (its range), named ``name`` in errors (a named type:
+    ``v1.Signal``) or ``gotype``."""
     low, high = _INT_RANGES.get(gotype, _INT_RANGES["int64"])
+    gotype = name or gotype
 
     def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
         t = type(value)
@@ -214,72 +220,22 @@ def _bytes(value: Any, st: _State, stack: Stack, struct: str) -> Any:
     return value
 
 
-# resource.Quantity (apimachinery pkg/api/resource/quantity.go)
-_QUANTITY_FORMAT = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-_QUANTITY_SUFFIX = "unable to parse quantity's suffix"
-_QUANTITY_SUFFIXES = frozenset(
-    ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-)
-_DIGITS = frozenset("0123456789")
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-_EXPONENT = re.compile(r"[+-]?[0-9]+")
-
-
 def quantity_error(text: str) -> str | None:
     """``resource.ParseQuantity``'s error for ``text`` (already trimmed), or None."""
-    if not text:
-        return _QUANTITY_FORMAT
-    if text == "0":
-        return None
-    end = len(text)
-    pos = 1 if text[0] in "+-" else 0
-    while pos < end and text[pos] == "0":
-        pos += 1
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    if pos >= end:
-        return None
-    if text[pos] == ".":
-        pos += 1
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        if pos >= end:
-            return None
-    suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos < end:
-        if text[pos] in "+-":
-            pos += 1
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        if pos < end:
-            return _QUANTITY_FORMAT
-    suffix = text[suffix_start:]
-    if suffix in _QUANTITY_SUFFIXES:
-        return None
-    exponent = len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:])
-    if exponent and -(2**63) <= int(suffix[1:]) < 2**63:
-        return None
-    return _QUANTITY_SUFFIX
+    try:
+        quantity.parse(text)
+    except quantity.QuantityError as exc:
+        return str(exc)
+    return None
 
 
 def _quantity(value: Any, st: _State, stack: Stack, struct: str) -> Any:
-    t = type(value)
-    if t is str:
-        text = value.strip()
-    elif t is int or t is float:
-        text = _number_text(value)
-    elif t is bool:
-        text = "true" if value else "false"
-    else:
-        text = orjson.dumps(value).decode()
-    problem = quantity_error(text)
-    if problem is not None:
-        raise _Fatal(problem)
-    return value
+    """A Quantity field: read by its UnmarshalJSON and stored as its MarshalJSON writes it
+    (``String()``: ``1024Mi`` is stored as ``1Gi``, the number ``1`` as ``"1"``)."""
+    try:
+        return str(quantity.parse_json(value))
+    except quantity.QuantityError as exc:
+        raise _Fatal(str(exc)) from None
 
 
 def _int_or_string(value: Any, st: _State, stack: Stack, struct: str) -> Any:
@@ -294,6 +250,8 @@ def _int_or_string(value: Any, st: _State, stack: Stack, struct: str) -> Any:
         raise _Fatal(_type_error(f"number {_number_text(value)}", "int32", stack, struct))
     raise _Fatal(_type_error(_what(value), "int32", stack, struct))
 
+
+_DIGITS = frozenset("0123456789")
 
 # metav1.Time and MicroTime: time.Parse(RFC3339 / RFC3339Micro, s), with Go's ParseError texts.
 _RFC3339 = "2006-01-02T15:04:05Z07:00"
@@ -455,6 +413,8 @@ class _Compiler:
     def __init__(self, definitions: dict[str, Any]) -> None:
         self.definitions = definitions
         self.structs: dict[str, tuple[Dec, str]] = {}
+        #: named Go types' underlying types (``v1.Capability``: ``string``), for zero values
+        self.underlying: dict[str, str] = {}
 
     def node(self, schema: dict[str, Any]) -> tuple[Dec, str]:
         """The decoder of ``schema`` and its Go type string."""
@@ -555,15 +515,38 @@ class _Compiler:
 
         if name:
             self.structs[name] = (dec, gotype)
+        package, _, struct_name = name.rpartition(".")
+        named = NAMED_FIELDS.get(package, {}).get(struct_name, {})
         for key, schema in properties.items():
             if isinstance(schema, dict):
-                node = self.node(schema)[0]
-                fields[key] = node
+                goname = named.get(key)
+                fields[key] = (self.named(schema, goname) if goname else self.node(schema))[0]
         return dec, gotype
 
-    def map(self, schema: dict[str, Any]) -> tuple[Dec, str]:
+    def named(self, schema: dict[str, Any], goname: str) -> tuple[Dec, str]:
+        """A field of a named Go type that OpenAPI does not record (:mod:`.gotypes`): a named
+        string or integer, a slice of them, a named map (``v1.ResourceList``)."""
+        types = _types(schema)
+        items = schema.get("items")
+        if "array" in types and isinstance(items, dict):
+            element = goname[2:] if goname.startswith("[]") else ""
+            item = self.named(items, element) if element else self.node(items)
+            return self.list(items, item, goname)
+        additional = schema.get("additionalProperties")
+        if "object" in types and isinstance(additional, dict):
+            return self.map(additional, goname)
+        if "string" in types and schema.get("format") != "byte":
+            self.underlying[goname] = "string"
+            return _named_string(goname), goname
+        if "integer" in types:
+            fmt = schema.get("format")
+            self.underlying[goname] = fmt if fmt in _INT_RANGES else "int64"
+            return _integer(self.underlying[goname], goname), goname
+        return self.node(schema)
+
+    def map(self, schema: dict[str, Any], name: str = "") -> tuple[Dec, str]:
         item, item_type = self.node(schema)
-        gotype = f"map[string]{item_type}"
+        gotype = name or f"map[string]{item_type}"
         zero = self.zero(item_type)
         strings = item is _string_check
 
@@ -590,9 +573,11 @@ class _Compiler:
 
         return dec, gotype
 
-    def list(self, schema: dict[str, Any]) -> tuple[Dec, str]:
-        item, item_type = self.node(schema)
-        gotype = f"[]{item_type}"
+    def list(
+        self, schema: dict[str, Any], named: tuple[Dec, str] | None = None, name: str = ""
+    ) -> tuple[Dec, str]:
+        item, item_type = named or self.node(schema)
+        gotype = name or f"[]{item_type}"
         zero = self.zero(item_type)
 
         def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
@@ -610,15 +595,26 @@ class _Compiler:
 
         return dec, gotype
 
-    @staticmethod
-    def zero(gotype: str) -> Callable[[], Any]:
+    def zero(self, gotype: str) -> Callable[[], Any]:
         """Go's zero value of an element type, as encoded (a nil slice or map is null)."""
+        gotype = self.underlying.get(gotype, gotype)
         if gotype in _ZERO:
             value = _ZERO[gotype]
             return lambda: value
         if gotype.startswith(("[]", "map[", "*")) or gotype.endswith("interface {}"):
             return lambda: None
         return dict  # a struct: every field at its zero value, omitted
+
+
+def _named_string(name: str) -> Dec:
+    """A string of a named Go type (``v1.PullPolicy``): its errors name that type."""
+
+    def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
+        if type(value) is not str:
+            st.save(_type_error(_what(value), name, stack, struct))
+        return value
+
+    return dec
 
 
 def _string_check(value: Any, st: _State, stack: Stack, struct: str) -> Any:

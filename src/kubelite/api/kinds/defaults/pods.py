@@ -16,10 +16,11 @@ kube expects is left as it is.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from kubelite.api.kinds.rules import Defaulter, Kind, Obj
+from kubelite.api.quantity import MILLI, parse_or_none
 
 DEFAULT_TERMINATION_GRACE_PERIOD = 30
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -150,6 +151,7 @@ def default_container(container: Obj) -> None:
         set_if_empty(port, "protocol", "TCP")
     for env in items(container, "env"):
         default_field_ref(sub(sub(env, "valueFrom"), "fieldRef"))
+    default_requirements(sub(container, "resources"))
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         default_probe(sub(container, probe))
     lifecycle = sub(container, "lifecycle")
@@ -157,13 +159,34 @@ def default_container(container: Obj) -> None:
         default_http_get(sub(sub(lifecycle, hook), "httpGet"))
 
 
+def default_resource_list(resources: Obj | None) -> None:
+    """SetDefaults_ResourceList: every quantity rounded up to milli scale (``0.1m`` -> ``1m``,
+    ``1.0001`` -> ``1001m``); kube rounds "to maintain API compatibility" (#18538)."""
+    if resources is None:
+        return
+    for name, raw in resources.items():
+        found = parse_or_none(raw)
+        if found is not None:
+            rounded, _ = found.round_up(MILLI)
+            if rounded is not found:
+                resources[name] = str(rounded)
+
+
+def default_requirements(requirements: Obj | None) -> None:
+    """A ResourceRequirements' ``limits`` and ``requests`` (SetDefaults_ResourceList each)."""
+    default_resource_list(sub(requirements, "limits"))
+    default_resource_list(sub(requirements, "requests"))
+
+
 # -- volumes ---------------------------------------------------------------------------------------
 
 
 def default_claim_spec(spec: Obj | None) -> None:
-    """SetDefaults_PersistentVolumeClaimSpec."""
+    """SetDefaults_PersistentVolumeClaimSpec, and the generated SetDefaults_ResourceList of
+    its ``resources``."""
     if spec is not None:
         set_if_nil(spec, "volumeMode", "Filesystem")
+        default_requirements(sub(spec, "resources"))
 
 
 def default_rbd(rbd: Obj | None) -> None:
@@ -250,6 +273,8 @@ def default_pod_spec(spec: Obj | None) -> None:
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in items(spec, key):
             default_container(container)
+    default_resource_list(sub(spec, "overhead"))
+    default_requirements(sub(spec, "resources"))  # pod-level resources
     # Convert_v1_PodSpec_To_core_PodSpec / Convert_core_PodSpec_To_v1_PodSpec
     account = spec.get("serviceAccountName")
     if account in (None, "") and isinstance(spec.get("serviceAccount"), str):
@@ -292,6 +317,11 @@ def default_pod(pod: Obj) -> None:
                     if port.get("hostPort") in (None, 0):
                         port["hostPort"] = port.get("containerPort")
     default_pod_spec(spec)
+    status = sub(pod, "status")
+    for key in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"):
+        for container_status in items(status, key):
+            default_resource_list(sub(container_status, "allocatedResources"))
+            default_requirements(sub(container_status, "resources"))
     # ServiceAccount admission: the namespace's default account
     if spec.get("serviceAccountName") in (None, ""):
         spec["serviceAccountName"] = spec["serviceAccount"] = "default"
@@ -342,47 +372,11 @@ def default_pod_template(obj: Obj) -> None:
 
 # -- QoS class -------------------------------------------------------------------------------------
 
-_SUFFIXES = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))")
-
 
 def quantity(value: Any) -> Decimal | None:
     """A resource quantity's value (None when it is not one)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    found = _QUANTITY.fullmatch(value.strip())
-    if found is None:
-        return None
-    number, exponent, suffix = found.groups()
-    try:
-        if exponent:
-            return Decimal(number + exponent)
-        if suffix not in _SUFFIXES:
-            return None
-        return Decimal(number) * _SUFFIXES[suffix]
-    except InvalidOperation:
-        return None
+    found = parse_or_none(value)
+    return None if found is None else found.value
 
 
 _QOS_RESOURCES = ("cpu", "memory")
