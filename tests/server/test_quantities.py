@@ -167,3 +167,67 @@ def test_container_resources_are_rounded_up_to_milli(server: Server) -> None:
     )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"] == {"limits": {"cpu": "1m"}}
+
+
+def test_every_resource_list_of_core_kinds_is_rounded_up_to_milli(server: Server) -> None:
+    """The generated SetDefaults_ResourceList calls beyond pods: LimitRange items (after
+    their own defaults), ResourceQuota hard, PV capacity, Node capacity and allocatable."""
+    limits = create(
+        server,
+        f"{NS}/limitranges",
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "lr"},
+            "spec": {
+                "limits": [
+                    {"type": "Container", "max": {"cpu": "0.5m"}, "min": {"cpu": "0.1m"}},
+                    {"type": "Pod", "maxLimitRequestRatio": {"cpu": "1.0001"}},
+                ]
+            },
+        },
+    )
+    container, pod_item = limits["spec"]["limits"]
+    assert container["max"] == {"cpu": "1m"}
+    assert container["min"] == {"cpu": "1m"}
+    assert container["default"] == {"cpu": "1m"}  # from max, then rounded
+    assert container["defaultRequest"] == {"cpu": "1m"}
+    assert pod_item["maxLimitRequestRatio"] == {"cpu": "1001m"}
+    quota = create(
+        server,
+        f"{NS}/resourcequotas",
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "q"},
+            "spec": {"hard": {"requests.cpu": "0.0001"}},
+        },
+    )
+    assert quota["spec"]["hard"] == {"requests.cpu": "1m"}
+    volume = create(
+        server,
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv"},
+            "spec": {
+                "capacity": {"storage": "1.5m"},
+                "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": "/tmp/pv"},
+            },
+        },
+    )
+    assert volume["spec"]["capacity"] == {"storage": "2m"}
+    node = create(
+        server,
+        "/api/v1/nodes",
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"capacity": {"cpu": "0.0005"}},
+        },
+    )
+    assert node["status"]["capacity"] == {"cpu": "1m"}
+    assert node["status"]["allocatable"] == {"cpu": "1m"}

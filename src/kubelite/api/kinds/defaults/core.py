@@ -3,9 +3,11 @@ Secret (stringData), Namespace, Endpoints, Node, LimitRange (pkg/apis/core/v1/de
 zz_generated.defaults.go; Secret's ``stringData`` is folded into ``data`` by
 Convert_v1_Secret_To_core_Secret, so it is never stored).
 
-Not here, with the reason: ConfigMap (SetDefaults_ConfigMap makes ``data`` an empty map, which
-is never serialized), ResourceQuota (only SetDefaults_ResourceList's rounding), Secret's ``type``
-(SecretStrategy owns it, with its rule on update)."""
+Every ResourceList (PV capacity, PVC status, Node capacity and allocatable, LimitRange items,
+ResourceQuota hard and used) is rounded up to milli, as the generated SetDefaults_ResourceList
+calls do. Not here, with the reason: ConfigMap (SetDefaults_ConfigMap makes ``data`` an empty
+map, which is never serialized), Secret's ``type`` (SecretStrategy owns it, with its rule on
+update)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from kubelite.api.kinds.defaults.pods import (
     default_host_path,
     default_iscsi,
     default_rbd,
+    default_resource_list,
     default_scale_io,
     ensure,
     items,
@@ -36,6 +39,8 @@ def default_claim(obj: Obj) -> None:
     status = ensure(obj, "status")
     if status is not None:
         set_if_empty(status, "phase", "Pending")
+        default_resource_list(sub(status, "capacity"))
+        default_resource_list(sub(status, "allocatedResources"))
 
 
 def default_volume(obj: Obj) -> None:
@@ -43,6 +48,7 @@ def default_volume(obj: Obj) -> None:
     spec = ensure(obj, "spec")
     if spec is None:
         return
+    default_resource_list(sub(spec, "capacity"))
     set_if_empty(spec, "persistentVolumeReclaimPolicy", "Retain")
     set_if_nil(spec, "volumeMode", "Filesystem")
     default_host_path(sub(spec, "hostPath"))
@@ -100,12 +106,17 @@ def default_endpoints(obj: Obj) -> None:
 
 
 def default_node(obj: Obj) -> None:
-    """SetDefaults_NodeStatus: allocatable is the capacity when unset."""
+    """SetDefaults_NodeStatus: allocatable is the capacity when unset; then both rounded to
+    milli (SetDefaults_ResourceList)."""
     status = sub(obj, "status")
-    if status is not None and status.get("allocatable") is None:
+    if status is None:
+        return
+    if status.get("allocatable") is None:
         capacity = sub(status, "capacity")
         if capacity is not None:
             status["allocatable"] = copy.deepcopy(capacity)
+    default_resource_list(sub(status, "capacity"))
+    default_resource_list(sub(status, "allocatable"))
 
 
 def default_limit_range(obj: Obj) -> None:
@@ -128,6 +139,18 @@ def default_limit_range(obj: Obj) -> None:
             del item["default"]
         if not request:
             del item["defaultRequest"]
+    for item in items(sub(obj, "spec"), "limits"):
+        for key in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+            default_resource_list(sub(item, key))
+
+
+def default_resource_quota(obj: Obj) -> None:
+    """SetObjectDefaults_ResourceQuota: SetDefaults_ResourceList of spec.hard, status.hard and
+    status.used."""
+    default_resource_list(sub(sub(obj, "spec"), "hard"))
+    status = sub(obj, "status")
+    default_resource_list(sub(status, "hard"))
+    default_resource_list(sub(status, "used"))
 
 
 DEFAULTERS: dict[Kind, Defaulter] = {
@@ -138,4 +161,5 @@ DEFAULTERS: dict[Kind, Defaulter] = {
     ("", "Endpoints"): default_endpoints,
     ("", "Node"): default_node,
     ("", "LimitRange"): default_limit_range,
+    ("", "ResourceQuota"): default_resource_quota,
 }
