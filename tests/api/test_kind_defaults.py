@@ -76,8 +76,7 @@ def test_minimal_pod() -> None:
         enableServiceLinks=True,
         serviceAccount="default",
         serviceAccountName="default",
-        priority=0,
-        preemptionPolicy="PreemptLowerPriority",
+        # priority and preemptionPolicy are the Priority admission plugin's (test_priority.py)
         tolerations=[
             {
                 "key": "node.kubernetes.io/not-ready",

@@ -26,6 +26,11 @@ from kubelite.api.kinds.namespaces import (
     ensure_system_namespaces,
     namespace_info,
 )
+from kubelite.api.kinds.priority import (
+    PriorityAdmission,
+    ensure_system_priority_classes,
+    priority_class_info,
+)
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
@@ -72,9 +77,11 @@ async def assemble(
     ranges = service_ranges or ServiceRanges()
     kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
     registry = Registry(store, kinds, caches=caches)
-    registry.admission.mutating.append(
-        NamespaceLifecycleAdmission(registry, namespace_info(catalogue))
+    priority = PriorityAdmission(registry, priority_class_info(catalogue))
+    registry.admission.mutating.extend(
+        [NamespaceLifecycleAdmission(registry, namespace_info(catalogue)), priority]
     )
+    registry.admission.validating.append(priority)
     authenticator = None
     if token is not None:
         authenticator = TokenAuthenticator(token, service_account_lookup(registry, catalogue))
@@ -84,6 +91,7 @@ async def assemble(
     await crd_controller.start()
     await ensure_system_namespaces(registry, catalogue)
     await ensure_kubernetes_service(registry, catalogue, ranges)
+    await ensure_system_priority_classes(registry, catalogue)
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )

@@ -28,8 +28,6 @@ TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 DEFAULT_MODE = 0o644  # secret, configMap, downwardAPI, projected volumes: 420
 DEFAULT_TOLERATION_SECONDS = 300
 NOT_READY, UNREACHABLE = "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"
-#: the built-in PriorityClasses every cluster has (scheduling.SystemPriorityClasses)
-SYSTEM_PRIORITIES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
 
 # -- shape helpers ---------------------------------------------------------------------------------
@@ -325,14 +323,6 @@ def default_pod(pod: Obj) -> None:
     # ServiceAccount admission: the namespace's default account
     if spec.get("serviceAccountName") in (None, ""):
         spec["serviceAccountName"] = spec["serviceAccount"] = "default"
-    # Priority admission: without a class (and no global default class), priority 0
-    priority_class = spec.get("priorityClassName")
-    if priority_class in (None, ""):
-        set_if_nil(spec, "priority", 0)
-        set_if_nil(spec, "preemptionPolicy", "PreemptLowerPriority")
-    elif priority_class in SYSTEM_PRIORITIES:
-        set_if_nil(spec, "priority", SYSTEM_PRIORITIES[priority_class])
-        set_if_nil(spec, "preemptionPolicy", "PreemptLowerPriority")
     _default_tolerations(spec)
 
 
