@@ -893,6 +893,34 @@ def _opt_select(target: Any, key: Any) -> Any:
     raise _no_overload()
 
 
+def _entries(target: Any) -> list[list[Any]]:
+    """A two-variable comprehension's range: [index, value] of a list, [key, value] of a map."""
+    if isinstance(target, list):
+        return [[index, value] for index, value in enumerate(target)]
+    marked = isinstance(target, dict) and any(str(k).startswith("@kubelite.") for k in target)
+    if isinstance(target, dict) and not marked:
+        return [[key, value] for key, value in target.items()]
+    raise _no_overload()
+
+
+def _to_map(pairs: Any) -> dict[Any, Any]:
+    return {pair[0]: pair[1] for pair in _list_arg(pairs)}
+
+
+def _merge_maps(maps: Any) -> dict[Any, Any]:
+    """transformMapEntry's result: cel-go's mapInsert of each entry (types.mutableMap.Insert)."""
+    out: dict[Any, Any] = {}
+    for entry in _list_arg(maps):
+        if not isinstance(entry, dict):
+            raise _no_overload()
+        for key, value in entry.items():
+            if key in out:
+                shown = str(key).lower() if isinstance(key, bool) else str(key)
+                raise _Fail(f"insert failed: key {shown} already exists")
+            out[key] = value
+    return out
+
+
 def _math(name: str) -> Callable[..., Any]:
     from cel import stdlib
 
@@ -997,6 +1025,10 @@ def _functions() -> dict[str, Callable[..., Any]]:
         "string": _string,
         # the optional-syntax rewrite
         _OPT_SELECT: _opt_select,
+        # the macro rewrites
+        _ENTRIES: _entries,
+        _TO_MAP: _to_map,
+        _MERGE_MAPS: _merge_maps,
     }
     for name in stdlib.EXTENSIONS["math"]:
         funcs[name] = _math(name)
@@ -1005,10 +1037,20 @@ def _functions() -> dict[str, Callable[..., Any]]:
     return funcs
 
 
+_ENTRIES = "kubeliteEntries"
+_TO_MAP = "kubeliteToMap"
+_MERGE_MAPS = "kubeliteMergeMaps"
+#: cel-go's two-variable comprehension macros (ext.TwoVarComprehensions) and their arities
+_TWO_VARIABLE = {
+    "all": (3,), "exists": (3,), "existsOne": (3,), "exists_one": (3,),
+    "transformList": (3, 4), "transformMap": (3, 4), "transformMapEntry": (3, 4),
+}  # fmt: skip
+
+
 #: functions and macros of the Rust library itself (cel-rust 0.14)
 _NATIVE = frozenset(
     {
-        "has", "all", "exists", "exists_one", "map", "filter",
+        "has", "all", "exists", "exists_one", "existsOne", "map", "filter",
         "size", "int", "uint", "double", "string", "bytes", "bool", "timestamp", "duration",
         "dyn", "type", "contains", "startsWith", "endsWith", "matches",
         "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
@@ -1017,7 +1059,7 @@ _NATIVE = frozenset(
         "hasValue", "value", "or", "orValue",
     }
 )  # fmt: skip
-_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", *_TWO_VARIABLE})
 _TYPE_NAMES = frozenset(
     {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type",
      "dyn", "true", "false", "null", "in"}
@@ -1129,6 +1171,182 @@ def _rewrite_optionals(source: str) -> str:
     return "".join(pieces)
 
 
+class _MacroRewrite:
+    """cel-go's macros the Rust library lacks, rewritten to ones it has, token by token (so a
+    string literal holding the same text is left alone), each argument rewritten in turn (so
+    nested uses expand inside out):
+
+    - ``cel.bind(x, init, body)`` (ext.Bindings) -> ``[init].map(x, body)[0]``: ``init``
+      evaluated once and ``x`` scoped to ``body`` as a comprehension variable, shadowing an
+      outer ``x`` exactly as cel-go's comprehension accumulator does;
+    - ``t.all(i, v, p)`` and the other two-variable comprehensions (ext.TwoVarComprehensions)
+      -> a one-variable comprehension over ``t``'s [index or key, value] pairs, ``i`` and ``v``
+      bound from the pair as above; ``transformMap`` and ``transformMapEntry`` build their map
+      from the list the comprehension makes.
+
+    The pair variable's name (``kl__e0``, ...) is one the source does not hold anywhere, so it
+    shadows nothing of the user's. ``offsets`` maps a position of the rewritten text back to the
+    source, for cel-go's issue texts."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.tokens = _tokens(source)
+        self.issues: list[tuple[int, str]] = []
+        self.prefix = "kl__e"
+        while self.prefix in source:
+            self.prefix = "_" + self.prefix
+        self.count = 0
+        self.closing: dict[int, int] = {}
+        opened: list[int] = []
+        for i, tok in enumerate(self.tokens):
+            if tok.kind == "punct" and tok.text in ("(", "[", "{", "[?"):
+                opened.append(i)
+            elif tok.kind == "punct" and tok.text in (")", "]", "}") and opened:
+                self.closing[opened.pop()] = i
+        self.pieces: list[tuple[str, int, bool]] = []  # text, source position, copied?
+
+    def run(self) -> str:
+        self._emit_range(0, len(self.tokens), 0, len(self.source))
+        return "".join(text for text, _, _ in self.pieces)
+
+    def source_position(self, pos: int) -> int:
+        at = 0
+        for text, origin, copied in self.pieces:
+            if pos < at + len(text):
+                return origin + (pos - at) if copied else origin
+            at += len(text)
+        return len(self.source)
+
+    def _end(self, i: int) -> int:
+        return self.tokens[i].pos + len(self.tokens[i].text)
+
+    def _copy(self, start: int, end: int) -> None:
+        if end > start:
+            self.pieces.append((self.source[start:end], start, True))
+
+    def _insert(self, text: str, origin: int) -> None:
+        self.pieces.append((text, origin, False))
+
+    def _emit_range(self, lo: int, hi: int, start: int, end: int) -> None:
+        """Tokens lo..hi (source text start..end), their macros rewritten."""
+        cursor = start
+        i = lo
+        while i < hi:
+            done = self._bind(i, cursor) if i + 3 < hi else None
+            if done is None and i + 2 < hi:
+                done = self._two_variable(i, cursor)
+            if done is None:
+                i += 1
+                continue
+            cursor, i = done
+        self._copy(cursor, end)
+
+    def _arguments(self, open_index: int) -> list[tuple[int, int]]:
+        """The token ranges of a call's arguments (between its parentheses)."""
+        close = self.closing.get(open_index, len(self.tokens))
+        args: list[tuple[int, int]] = []
+        first = j = open_index + 1
+        while j < close:
+            if j in self.closing:
+                j = self.closing[j] + 1
+                continue
+            if self.tokens[j].text == ",":
+                args.append((first, j))
+                first = j + 1
+            j += 1
+        if first < close or args:
+            args.append((first, close))
+        return args
+
+    def _argument(self, arg: tuple[int, int]) -> None:
+        lo, hi = arg
+        if lo < hi:
+            self._emit_range(lo, hi, self.tokens[lo].pos, self._end(hi - 1))
+
+    def _name(self, arg: tuple[int, int], message: str) -> str:
+        lo, hi = arg
+        if hi == lo + 1 and self.tokens[lo].kind == "ident":
+            return self.tokens[lo].text
+        at = self.tokens[hi - 2].pos if hi - lo >= 3 and self.tokens[hi - 2].text == "." else None
+        self.issues.append((at if at is not None else self.tokens[min(lo, hi)].pos, message))
+        return "_"
+
+    def _bound(self, name: str, value: str, origin: int, body: Callable[[], None]) -> None:
+        """``body`` with ``name`` bound to the expression ``value`` (text of the rewrite)."""
+        self._insert(f"[{value}].map({name}, ", origin)
+        body()
+        self._insert(")[0]", origin)
+
+    def _bind(self, i: int, cursor: int) -> tuple[int, int] | None:
+        toks = self.tokens
+        if not (
+            toks[i].text == "cel"
+            and toks[i].kind == "ident"
+            and (i == 0 or toks[i - 1].text not in (".", ".?"))
+            and toks[i + 1].text == "."
+            and toks[i + 2].text == "bind"
+            and toks[i + 3].text == "("
+        ):
+            return None
+        args = self._arguments(i + 3)
+        if len(args) != 3:
+            return None
+        close = self.closing.get(i + 3, len(toks) - 1)
+        name = self._name(args[0], "cel.bind() variable names must be simple identifiers")
+        self._copy(cursor, toks[i].pos)
+        self._insert("[", toks[i].pos)
+        self._argument(args[1])
+        self._insert(f"].map({name}, ", toks[i].pos)
+        self._argument(args[2])
+        self._insert(")[0]", toks[i].pos)
+        return self._end(close), close + 1
+
+    def _two_variable(self, i: int, cursor: int) -> tuple[int, int] | None:
+        toks = self.tokens
+        macro = toks[i + 1].text
+        if not (
+            toks[i].text == "."
+            and toks[i + 1].kind == "ident"
+            and macro in _TWO_VARIABLE
+            and toks[i + 2].text == "("
+        ):
+            return None
+        args = self._arguments(i + 2)
+        if len(args) not in _TWO_VARIABLE[macro]:
+            return None
+        close = self.closing.get(i + 2, len(toks) - 1)
+        first = self._name(args[0], "argument must be a simple name")
+        second = self._name(args[1], "argument must be a simple name")
+        pair = f"{self.prefix}{self.count}"
+        self.count += 1
+        origin = toks[i].pos
+        self._copy(cursor, origin)
+
+        def bound(arg: tuple[int, int]) -> None:
+            self._bound(
+                first, f"{pair}[0]", origin,
+                lambda: self._bound(second, f"{pair}[1]", origin, lambda: self._argument(arg)),
+            )  # fmt: skip
+
+        method = "map" if macro.startswith("transform") else macro
+        self._insert(f".{_ENTRIES}().{method}({pair}, ", origin)
+        if len(args) == 4:
+            bound(args[2])
+            self._insert(", ", origin)
+        if macro == "transformMap":
+            self._insert(f"[{pair}[0], ", origin)
+            bound(args[-1])
+            self._insert("]", origin)
+        else:
+            bound(args[-1])
+        self._insert(")", origin)
+        if macro == "transformMap":
+            self._insert(f".{_TO_MAP}()", origin)
+        elif macro == "transformMapEntry":
+            self._insert(f".{_MERGE_MAPS}()", origin)
+        return self._end(close), close + 1
+
+
 def _issue(source: str, pos: int, message: str) -> str:
     """One cel-go issue: ``ERROR: <input>:line:col: message`` and the snippet with a caret."""
     line_start = source.rfind("\n", 0, pos) + 1
@@ -1149,8 +1367,25 @@ def _parse_error(source: str, exc: Exception) -> str:
     return "\n".join(" " + line if line.startswith("| ") else line for line in body.split("\n"))
 
 
-def _check(source: str, variables: frozenset[str]) -> tuple[list[tuple[int, str]], int]:
-    """Undeclared references (position, message) and the comprehension nesting depth."""
+def _depth(source: str) -> int:
+    """The deepest nesting of comprehensions (the cost guard's exponent)."""
+    tokens = _tokens(source)
+    depth = deepest = 0
+    stack: list[bool] = []
+    for i, tok in enumerate(tokens):
+        if tok.text in "([{" and tok.kind == "punct":
+            macro = tok.text == "(" and i >= 2 and tokens[i - 1].text in _MACROS
+            macro = macro and tokens[i - 2].text == "."
+            stack.append(macro)
+            depth += macro
+            deepest = max(deepest, depth)
+        elif tok.text in ")]}" and tok.kind == "punct" and stack:
+            depth -= stack.pop()
+    return deepest
+
+
+def _check(source: str, variables: frozenset[str]) -> list[tuple[int, str]]:
+    """Undeclared references: (position, message)."""
     tokens = _tokens(source)
     known = known_functions()
     namespaces = {name.split(".")[0] for name in known if "." in name}
@@ -1164,23 +1399,9 @@ def _check(source: str, variables: frozenset[str]) -> tuple[list[tuple[int, str]
         ):
             bound.add(tokens[i + 3].text)
     issues: list[tuple[int, str]] = []
-    depth = deepest = 0
-    stack: list[bool] = []
     for i, tok in enumerate(tokens):
         before = tokens[i - 1].text if i else ""
         after = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if tok.text in "([{" and tok.kind == "punct":
-            macro = (
-                tok.text == "("
-                and i >= 2
-                and tokens[i - 1].text in _MACROS
-                and (tokens[i - 2].text == ".")
-            )
-            stack.append(macro)
-            depth += macro
-            deepest = max(deepest, depth)
-        elif tok.text in ")]}" and tok.kind == "punct" and stack:
-            depth -= stack.pop()
         if tok.kind != "ident":
             continue
         if before == ".?":
@@ -1214,7 +1435,71 @@ def _check(source: str, variables: frozenset[str]) -> tuple[list[tuple[int, str]
         if after == ":" and before in ("{", ","):
             pass  # a map key is an expression too: fall through to the check
         issues.append((tok.pos, f"undeclared reference to '{tok.text}' (in container '')"))
-    return issues, deepest
+    return issues
+
+
+#: the result types of calls whose type cel-go's checker knows whatever their arguments
+_RESULT_KINDS = {
+    "size": "int", "int": "int", "uint": "uint", "double": "double", "bool": "bool",
+    "has": "bool", "matches": "bool", "startsWith": "bool", "endsWith": "bool",
+    "all": "bool", "exists": "bool", "exists_one": "bool", "existsOne": "bool",
+    "map": "list", "filter": "list", "duration": "google.protobuf.Duration",
+    "timestamp": "google.protobuf.Timestamp", "string": "string",
+}  # fmt: skip
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "&&", "||"})
+
+
+def _literal_kind(tok: _Token) -> str | None:
+    if tok.kind == "string":
+        return "bytes" if "b" in tok.text.split(tok.text[-1])[0].lower() else "string"
+    if tok.kind == "number":
+        if tok.text[-1] in "uU":
+            return "uint"
+        hexadecimal = tok.text.lower().startswith("0x")
+        return "double" if not hexadecimal and any(c in tok.text for c in ".eE") else "int"
+    return {"true": "bool", "false": "bool", "null": "null_type"}.get(tok.text)
+
+
+def result_kind(source: str) -> str | None:
+    """The type of ``source``'s result where it shows without the schema's types (a literal, a
+    comparison or logical operator at the top, a call whose result type is fixed), else None.
+    cel-go's checker knows every rule's type; kubelite's stands for it where it can be sure:
+    for ``cel expression must evaluate to a bool`` and ``messageExpression must evaluate to a
+    string`` (apiextensions' compileRule)."""
+    tokens = _tokens(source)
+    if not tokens:
+        return None
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    top: list[int] = []
+    for i, tok in enumerate(tokens):
+        if not opened:
+            top.append(i)
+        if tok.kind == "punct" and tok.text in ("(", "[", "{", "[?"):
+            opened.append(i)
+        elif tok.kind == "punct" and tok.text in (")", "]", "}") and opened:
+            closing[opened.pop()] = i
+    texts = [tokens[i].text for i in top]
+    if "?" in texts:
+        return None
+    if any(text in _COMPARISONS for text in texts):
+        return "bool"
+    last = len(tokens) - 1
+    if len(tokens) == 1:
+        return _literal_kind(tokens[0])
+    if any(text in ("+", "-", "*", "/", "%") for text in texts[1:]):
+        return None
+    if texts[0] == "!":
+        return "bool"
+    if closing.get(0) == last and tokens[0].text in ("[", "{"):
+        return "list" if tokens[0].text == "[" else "map"
+    call = next((i for i, j in closing.items() if j == last and tokens[i].text == "("), None)
+    if call is not None and call >= 1 and tokens[call - 1].kind == "ident":
+        name = tokens[call - 1].text
+        member = call >= 2 and tokens[call - 2].text == "."
+        if call == 1 or member:
+            return _RESULT_KINDS.get(name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -1236,22 +1521,21 @@ def _compile(source: str, variables: frozenset[str]) -> Compiled:
             f"expression is longer than kubelite's limit of {MAX_EXPRESSION_LENGTH} characters "
             "(it stands for kube's estimated cost limit)"
         )
-    rewritten = _rewrite_optionals(source)
-    try:
-        program = cel.compile(rewritten)
+    try:  # syntax errors first, at the source's positions
+        program = cel.compile(_rewrite_optionals(source))
     except ValueError as exc:
         raise CompileError(_parse_error(source, exc)) from None
-    bind = re.search(r"\bcel\s*\.\s*bind\s*\(", source)
-    if bind:  # a macro of cel-go's ext.Bindings: cel-rust has no way to add a macro
-        issues = [
-            (bind.end() - 1, "kubelite does not support cel.bind (a macro the CEL library lacks)")
-        ]
-        depth = 0
-    else:
-        issues, depth = _check(source, variables)
+    rewrite = _MacroRewrite(source)
+    expanded = rewrite.run()
+    issues = rewrite.issues or [
+        (rewrite.source_position(pos), message) for pos, message in _check(expanded, variables)
+    ]
     if issues:
         issues.sort()
         raise CompileError("\n".join(_issue(source, pos, message) for pos, message in issues))
+    if expanded != source:
+        program = cel.compile(_rewrite_optionals(expanded))
+    depth = _depth(source)
     used = frozenset(v for v in program.variables() if v in variables)
     return Compiled(source, program, used, depth)
 
