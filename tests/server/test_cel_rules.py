@@ -144,3 +144,120 @@ def test_regex_functions_run_on_re2(server: Server) -> None:
     code, status = server.request("POST", THINGS, {**thing(name="aaaa"), "metadata": {"name": "u"}})
     assert code == 422, status
     assert status["message"].endswith("no run of a")
+
+
+def _go_rule(rule: str, message_expression: str) -> str:
+    return (
+        f'apiextensions.ValidationRule{{Rule:"{rule}", Message:"", '
+        f'MessageExpression:"{message_expression}", '
+        'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", '
+        "OptionalOldSelf:(*bool)(nil)}"
+    )
+
+
+def test_message_expressions_are_compiled_at_crd_create(server: Server) -> None:
+    rule = "self.name != ''"
+    code, got = server.request("POST", CRDS, crd([{"rule": rule, "messageExpression": "nope"}]))
+    assert code == 422, got
+    assert isinstance(got, dict)
+    assert got["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {_go_rule(rule, 'nope')}: messageExpression compilation "
+            "failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n"
+            " | nope\n | ^",
+            "field": f"{RULE_PATH}[0].messageExpression",
+        }
+    ]
+    code, got = server.request("POST", CRDS, crd([{"rule": rule, "messageExpression": "1"}]))
+    assert code == 422, got
+    assert got["details"]["causes"] == [  # type: ignore[index]
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {_go_rule(rule, '1')}: "
+            "messageExpression must evaluate to a string",
+            "field": f"{RULE_PATH}[0].messageExpression",
+        }
+    ]
+    code, got = server.request("POST", CRDS, crd([{"rule": rule, "messageExpression": "  "}]))
+    assert code == 422, got
+    assert got["details"]["causes"] == [  # type: ignore[index]
+        {
+            "reason": "FieldValueRequired",
+            "message": "Required value: messageExpression must be non-empty if specified",
+            "field": f"{RULE_PATH}[0].messageExpression",
+        }
+    ]
+
+
+def test_a_rule_of_another_type_than_bool_is_refused(server: Server) -> None:
+    code, got = server.request("POST", CRDS, crd([{"rule": "self.items.size()"}]))
+    assert code == 422, got
+    assert isinstance(got, dict)
+    assert got["details"]["causes"][0]["message"].endswith(
+        "OptionalOldSelf:(*bool)(nil)}: cel expression must evaluate to a bool"
+    )
+    assert got["details"]["causes"][0]["field"] == f"{RULE_PATH}[0].rule"
+
+
+def test_message_expressions_give_the_message_or_fall_back(server: Server) -> None:
+    rules = [
+        {"rule": "self.name == 'ok'", "messageExpression": "'name ' + self.name + ' is not ok'"},
+        {"rule": "self.name == 'ok'", "messageExpression": "self.nosuch", "message": "fallback"},
+        {"rule": "self.name == 'ok'", "messageExpression": "' '"},
+        {"rule": "self.name == 'ok'", "messageExpression": "'two\\nlines'", "message": "m"},
+        {"rule": "self.name == 'ok'", "messageExpression": "self.name",
+         "reason": "FieldValueForbidden"},
+    ]  # fmt: skip
+    code, got = server.request("POST", CRDS, crd(rules))
+    assert code == 201, got
+    code, got = server.request("POST", THINGS, thing(name="bad"))
+    assert code == 422, got
+    assert isinstance(got, dict)
+    assert [(c["reason"], c["message"]) for c in got["details"]["causes"]] == [
+        ("FieldValueInvalid", 'Invalid value: "object": name bad is not ok'),
+        ("FieldValueInvalid", 'Invalid value: "object": fallback'),
+        ("FieldValueInvalid", "Invalid value: \"object\": failed rule: self.name == 'ok'"),
+        ("FieldValueInvalid", 'Invalid value: "object": m'),
+        ("FieldValueForbidden", "Forbidden: bad"),
+    ]
+
+
+def test_bind_and_two_variable_comprehensions_in_rules(server: Server) -> None:
+    rules = [
+        {"rule": "cel.bind(n, self.name, n.size() <= 3 && n != 'cel.bind(n, 1, n)')"},
+        {"rule": "self.?items.orValue([]).all(i, v, i == 0 || v > self.items[i - 1])",
+         "message": "items must increase"},
+    ]  # fmt: skip
+    code, got = server.request("POST", CRDS, crd(rules))
+    assert code == 201, got
+    code, got = server.request("POST", THINGS, thing(name="abc", items=[1, 2, 5]))
+    assert code == 201, got
+    bad = {**thing(name="abcd", items=[1, 3, 2]), "metadata": {"name": "u"}}
+    code, got = server.request("POST", THINGS, bad)
+    assert code == 422, got
+    assert isinstance(got, dict)
+    assert [c["message"] for c in got["details"]["causes"]] == [
+        'Invalid value: "object": failed rule: cel.bind(n, self.name, n.size() <= 3 && '
+        "n != 'cel.bind(n, 1, n)')",
+        'Invalid value: "object": items must increase',
+    ]
+
+
+def test_a_rules_message_fields_are_checked_before_it_compiles(server: Server) -> None:
+    rules = [
+        {"rule": "self.name != ''", "message": "two\nlines"},
+        {"rule": "self.name != ''\n&& true"},
+        {"rule": "nosuch", "message": " "},
+    ]
+    code, got = server.request("POST", CRDS, crd(rules))
+    assert code == 422, got
+    assert isinstance(got, dict)
+    assert [(c["field"], c["message"]) for c in got["details"]["causes"]] == [
+        (f"{RULE_PATH}[0].message", 'Invalid value: "two\\nlines": must not contain line breaks'),
+        (
+            f"{RULE_PATH}[1].message",
+            "Required value: message must be specified if rule contains line breaks",
+        ),
+        (f"{RULE_PATH}[2].message", 'Invalid value: " ": must be non-empty if specified'),
+    ]

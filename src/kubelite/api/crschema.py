@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from kubelite.api.catalogue import parse_schema
-from kubelite.api.errors import Cause
+from kubelite.api.errors import Cause, go_quote
 
 Obj = dict[str, Any]
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
@@ -166,6 +166,61 @@ def _rule_error_string(rule: Obj) -> str:
     )
 
 
+#: kube's MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver/pkg/apis/cel/config.go)
+MAX_MESSAGE_BYTES = 5 * 1024
+
+
+def _message_expression(
+    rule: Obj, context: dict[str, Any], type_shown: str, budget: _Budget
+) -> str | Cause | None:
+    """A failed rule's messageExpression evaluated (apiextensions' evalMessageExpression): its
+    trimmed string; None when there is none, or it errs, is no string, is empty, longer than
+    5KiB or spans lines (the rule's message stands instead); a Cause (its field set later)
+    when it runs out of cost, which stops the object's validation."""
+    from kubelite.api import cel
+
+    source = rule.get("messageExpression")
+    if not isinstance(source, str) or not source:
+        return None
+    compiled = compile_rule(source)
+    try:
+        result, cost = cel.evaluate(compiled, context)
+    except cel.EvalError as exc:
+        if exc.kind != "cost":
+            return None
+        budget.exhausted = True
+        text = (
+            "no further validation rules will be run due to call cost exceeds limit for "
+            f"messageExpression: {go_quote(source)}"
+        )
+        return Cause("FieldValueInvalid", f"Invalid value: {type_shown}: {text}", "")
+    if cost > budget.remaining:
+        budget.exhausted = True
+        text = (
+            "messageExpression evaluation failed due to running out of cost budget, no further "
+            "validation rules will be run"
+        )
+        return Cause("FieldValueInvalid", f"Invalid value: {type_shown}: {text}", "")
+    budget.remaining -= cost
+    if not isinstance(result, str):
+        return None
+    trimmed = result.strip()
+    if not trimmed or "\n" in trimmed or len(trimmed.encode()) > MAX_MESSAGE_BYTES:
+        return None
+    return trimmed
+
+
+def _reason_cause(reason: Any, shown: str, detail: str, where: str) -> Cause:
+    """A failed rule's error by its ``reason`` (apiextensions' fieldErrorForReason)."""
+    if reason == "FieldValueForbidden":
+        return Cause("FieldValueForbidden", f"Forbidden: {detail}", where)
+    if reason == "FieldValueRequired":
+        return Cause("FieldValueRequired", f"Required value: {detail}", where)
+    if reason == "FieldValueDuplicate":
+        return Cause("FieldValueDuplicate", f"Duplicate value: {shown}", where)
+    return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", where)
+
+
 def _rules(
     schema: Obj,
     new: Any,
@@ -229,18 +284,24 @@ def _rules(
             budget.exhausted = True
             return
         if ok is not True:
-            message = rule.get("message")
-            message = (
-                message.strip()
-                if isinstance(message, str) and message
-                else f"failed rule: {text.strip()}"
-            )
             where = where_node
             field = rule.get("fieldPath")
             if field:
                 where = where + field if where else field.lstrip(".")
+            message_context = {"self": new, "oldSelf": old} if has_old else {"self": new}
+            detail = _message_expression(rule, message_context, type_shown, budget)
+            if isinstance(detail, Cause):  # out of budget: no further rules run
+                out.append(Cause(detail.reason, detail.message, where))
+                return
+            if detail is None:
+                message = rule.get("message")
+                detail = (
+                    message.strip()
+                    if isinstance(message, str) and message
+                    else f"failed rule: {text.strip()}"
+                )
             shown = _go(new) if not isinstance(new, dict | list) else f'"{_type_name(new)}"'
-            out.append(Cause("FieldValueInvalid", f"Invalid value: {shown}: {message}", where))
+            out.append(_reason_cause(rule.get("reason"), shown, detail, where))
     if isinstance(new, dict):
         for key, child in new.items():
             sub = _child(schema, key)

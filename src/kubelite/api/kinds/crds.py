@@ -25,9 +25,10 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import crschema, errors
+from kubelite.api import errors
 from kubelite.api.catalogue import STANDARD_VERBS, Catalogue, Column, ResourceInfo
 from kubelite.api.errors import Cause
+from kubelite.api.kinds import crd_rules as rules_check
 from kubelite.api.names import DNS1035_MESSAGE, SUBDOMAIN_MESSAGE, is_dns1035, is_subdomain
 
 Obj = dict[str, Any]
@@ -244,70 +245,50 @@ def _schema_causes(at: str, schema: Any) -> list[Cause]:
 
 
 def _structural(path: str, node: Obj, *, root: bool = False) -> list[Cause]:
+    """The schema's errors, then its rules' compile errors (apiextensions' OpenAPISchemaErrorList:
+    SchemaErrors before CELErrors)."""
+    schema_causes: list[Cause] = []
+    cel_causes: list[Cause] = []
+    _walk(path, node, root, schema_causes, cel_causes)
+    return schema_causes + cel_causes
+
+
+def _walk(path: str, node: Obj, root: bool, schema_causes: list[Cause], cel: list[Cause]) -> None:
     """Every node says its type, unless it is int-or-string or preserves unknown fields."""
-    causes: list[Cause] = []
+    before = len(schema_causes)
     typed = (
         "type" in node
         or node.get("x-kubernetes-int-or-string") is True
         or node.get("x-kubernetes-preserve-unknown-fields") is True
     )
     if not typed and not root:
-        causes.append(_required(f"{path}.type", "must not be empty for specified fields"))
-    for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
-        causes += _rule_causes(f"{path}.x-kubernetes-validations[{index}].rule", rule)
+        schema_causes.append(_required(f"{path}.type", "must not be empty for specified fields"))
     for key, child in (node.get("properties") or {}).items():
         if isinstance(child, dict) and not (root and key == "metadata"):
-            causes += _structural(f"{path}.properties[{key}]", child)
+            _walk(f"{path}.properties[{key}]", child, False, schema_causes, cel)
     items = node.get("items")
     if isinstance(items, dict):
-        causes += _structural(f"{path}.items", items)
+        _walk(f"{path}.items", items, False, schema_causes, cel)
     additional = node.get("additionalProperties")
     if isinstance(additional, dict):
-        causes += _structural(f"{path}.additionalProperties", additional)
+        _walk(f"{path}.additionalProperties", additional, False, schema_causes, cel)
         if node.get("properties"):
-            causes.append(
+            schema_causes.append(
                 Cause(
                     "FieldValueForbidden",
                     "Forbidden: additionalProperties and properties are mutual exclusive",
                     f"{path}.additionalProperties",
                 )
             )
-    return causes
-
-
-def _go_rule(rule: Obj) -> str:
-    """An apiextensions.ValidationRule as Go's %#v prints it (pointers as kube prints them)."""
-
-    def pointer(kind: str, value: Any) -> str:
-        return f"(*{kind})(nil)" if value is None else f"(*{kind})(0xc000000000)"
-
-    def text(key: str) -> str:
-        value = rule.get(key)
-        return _go(value if isinstance(value, str) else "")
-
-    return (
-        f"apiextensions.ValidationRule{{Rule:{text('rule')}, Message:{text('message')}, "
-        f"MessageExpression:{text('messageExpression')}, "
-        f"Reason:{pointer('apiextensions.FieldValueErrorReason', rule.get('reason'))}, "
-        f"FieldPath:{text('fieldPath')}, "
-        f"OptionalOldSelf:{pointer('bool', rule.get('optionalOldSelf'))}}}"
-    )
-
-
-def _rule_causes(at: str, rule: Any) -> list[Cause]:
-    """A rule that does not compile, as apiextensions' validation.go reports it."""
-    rule = rule if isinstance(rule, dict) else {}
-    text = rule.get("rule")
-    if not isinstance(text, str) or not text.strip():
-        return [_required(at, "rule is not specified")]
-    try:
-        crschema.compile_rule(text)
-    except ValueError as exc:
-        shown = _go_rule(rule)
-        return [
-            Cause("FieldValueInvalid", f"Invalid value: {shown}: compilation failed: {exc}", at)
-        ]
-    return []
+    rules = [r if isinstance(r, dict) else {} for r in node.get("x-kubernetes-validations") or []]
+    for index, rule in enumerate(rules):
+        schema_causes += rules_check.rule_schema_causes(
+            f"{path}.x-kubernetes-validations[{index}]", rule
+        )
+    # kube compiles a node's rules only when it and the nodes under it have no schema errors
+    if len(schema_causes) == before:
+        for index, rule in enumerate(rules):
+            cel += rules_check.rule_cel_causes(f"{path}.x-kubernetes-validations[{index}]", rule)
 
 
 def _subresource_causes(at: str, subresources: Any) -> list[Cause]:
