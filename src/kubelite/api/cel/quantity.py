@@ -2,44 +2,17 @@
 
 from __future__ import annotations
 
-import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
+from decimal import Decimal
 from typing import Any
 
+from kubelite.api import quantity
 from kubelite.api.cel.values import _QUANTITY, _Fail, _marked, _no_overload
-
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_QUANTITY_FORMAT = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
 def parse_quantity(text: str) -> Decimal:
-    """A quantity's exact value (raises ValueError with apimachinery's message)."""
-    match = _QUANTITY_RE.fullmatch(text.strip()) if text else None
-    if not match or text != text.strip():
-        raise ValueError(_QUANTITY_FORMAT)
-    number, suffix = match.groups()
-    if number.count(".") > 1 or number.strip("+-") in ("", "."):
-        raise ValueError(_QUANTITY_FORMAT)
-    try:
-        value = Decimal(number)
-    except InvalidOperation:
-        raise ValueError(_QUANTITY_FORMAT) from None
-    with localcontext() as ctx:
-        ctx.prec = 80
-        if suffix in _BINARY:
-            value *= Decimal(2) ** _BINARY[suffix]
-        elif suffix in _DECIMAL:
-            value = value.scaleb(_DECIMAL[suffix])
-        elif re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
-            value = value.scaleb(int(suffix[1:]))
-        else:
-            raise ValueError("unable to parse quantity's suffix")
-        # kube keeps nano precision: anything finer is rounded up
-        return value.quantize(Decimal("1e-9"), rounding=ROUND_CEILING)
+    """A quantity's exact value (raises ValueError with apimachinery's ParseQuantity message):
+    the shared :mod:`kubelite.api.quantity`."""
+    return quantity.parse(text).value
 
 
 def _quantity_value(value: Decimal) -> dict[str, str]:

@@ -30,6 +30,7 @@ from kubelite.api.kinds.validation.podcommon import (
     subdomain_causes,
 )
 from kubelite.api.metavalidation import qualified_name_errors, subdomain_errors
+from kubelite.api.quantity import parse_or_none
 
 _RELAXED_ENV_MSG = (
     "a valid environment variable name must consist only of printable ASCII characters other "
@@ -149,9 +150,8 @@ def object_field_selector_causes(ref: Any, allowed: tuple[str, ...], path: str) 
 
 def _divisor_causes(resource: str, raw: Any, path: str) -> list[Cause]:
     """validateContainerResourceDivisor: a divisor (unset or zero: none) the resource allows."""
-    from kubelite.api.kinds.validation.pods import parse_quantity
 
-    divisor = parse_quantity(raw) if raw is not None else None
+    divisor = parse_or_none(raw) if raw is not None else None
     if divisor is None or divisor.value == 0:
         return []
     shown, where = str(divisor), f"{path}.divisor"

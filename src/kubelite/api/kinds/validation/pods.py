@@ -15,7 +15,6 @@ absent one is defaulting's to fill, never a 422 here. Nothing here raises on a m
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
@@ -31,6 +30,7 @@ from kubelite.api.metavalidation import (
     qualified_name_errors,
     regex_error,
 )
+from kubelite.api.quantity import Quantity, parse_or_none
 
 # --- small helpers --------------------------------------------------------------------------
 
@@ -127,74 +127,6 @@ def _port_num_or_name(value: Any, path: str) -> list[Cause]:
 
 # --- quantities -------------------------------------------------------------------------------
 
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIX = {v: k for k, v in _DECIMAL.items()}
-
-
-class Quantity:
-    """A resource.Quantity: its value, and its canonical text (Quantity.String)."""
-
-    def __init__(self, value: Decimal, fmt: str) -> None:
-        self.value = value
-        self.format = fmt  # "BinarySI", "DecimalSI" or "DecimalExponent"
-
-    def __str__(self) -> str:
-        value = self.value
-        # kube keeps nano precision, rounding up (away from zero)
-        nanos = (value * 1_000_000_000).to_integral_value(rounding="ROUND_CEILING")
-        if nanos == 0:
-            return "0"
-        sign = "-" if nanos < 0 else ""
-        nanos = abs(nanos)
-        if self.format == "BinarySI" and nanos % 1_000_000_000 == 0:
-            whole = int(nanos // 1_000_000_000)
-            if whole >= 1024:
-                power = 0
-                while power < 6 and whole % (1024 ** (power + 1)) == 0:
-                    power += 1
-                if power:
-                    suffix = {v: k for k, v in _BINARY.items()}[power]
-                    return f"{sign}{whole // 1024**power}{suffix}"
-                return f"{sign}{whole}"
-        exponent = -9
-        mantissa = int(nanos)
-        while exponent < 18 and mantissa % 1000 == 0:
-            mantissa //= 1000
-            exponent += 3
-        if self.format == "DecimalExponent":
-            return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")
-        return f"{sign}{mantissa}{_DECIMAL_SUFFIX[exponent]}"
-
-
-def parse_quantity(text: Any) -> Quantity | None:
-    """resource.ParseQuantity, enough to compare and print; None when it does not parse (decode
-    refuses those)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return Quantity(Decimal(text), "DecimalSI")
-    if isinstance(text, float):
-        return Quantity(Decimal(repr(text)), "DecimalSI")
-    if not isinstance(text, str):
-        return None
-    match = _QUANTITY_RE.match(text.strip())
-    if not match:
-        return None
-    number, suffix = match.groups()
-    try:
-        value = Decimal(number)
-    except InvalidOperation:
-        return None
-    if suffix in _BINARY:
-        return Quantity(value * (1024 ** _BINARY[suffix]), "BinarySI")
-    if suffix in _DECIMAL:
-        return Quantity(value * (Decimal(10) ** _DECIMAL[suffix]), "DecimalSI")
-    exp = re.fullmatch(r"[eE]([-+]?[0-9]+)", suffix)
-    if exp:
-        return Quantity(value * (Decimal(10) ** int(exp.group(1))), "DecimalExponent")
-    return None
-
-
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 
 
@@ -224,7 +156,7 @@ def resources_causes(resources: Any, path: str) -> list[Cause]:
     for name, raw in limits.items():
         where = f"{lim_path}[{name}]"
         causes += _resource_name_causes(name, where)
-        quantity = parse_quantity(raw)
+        quantity = parse_or_none(raw)
         if quantity is None:
             continue
         causes += _quantity_value_causes(name, quantity, where)
@@ -232,7 +164,7 @@ def resources_causes(resources: Any, path: str) -> list[Cause]:
     for name, raw in requests.items():
         where = f"{req_path}[{name}]"
         causes += _resource_name_causes(name, where)
-        quantity = parse_quantity(raw)
+        quantity = parse_or_none(raw)
         if quantity is None:
             continue
         causes += _quantity_value_causes(name, quantity, where)
@@ -591,4 +523,4 @@ VALIDATORS: dict[Kind, Validator] = {
     ("", "ReplicationController"): validate_replication_controller,
 }
 
-__all__ = ["VALIDATORS", "parse_quantity", "pod_spec_causes", "resources_causes"]
+__all__ = ["VALIDATORS", "pod_spec_causes", "resources_causes"]

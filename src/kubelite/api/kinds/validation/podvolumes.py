@@ -41,6 +41,7 @@ from kubelite.api.kinds.validation.podenv import (
 )
 from kubelite.api.metavalidation import annotation_causes, subdomain_errors
 from kubelite.api.metavalidation import label_causes as labels_causes
+from kubelite.api.quantity import parse_or_none
 
 Obj = dict[str, Any]
 
@@ -437,10 +438,9 @@ def volume_causes(
 
 def _size_limit_causes(empty_dir: Any, path: str) -> list[Cause]:
     """An emptyDir's sizeLimit may not be negative."""
-    from kubelite.api.kinds.validation.pods import parse_quantity
 
     raw = as_dict(empty_dir).get("sizeLimit")
-    quantity = parse_quantity(raw) if raw is not None else None
+    quantity = parse_or_none(raw) if raw is not None else None
     if quantity is not None and quantity.value < 0:
         return [forbidden(path, "SizeLimit field must be a valid resource quantity")]
     return []
