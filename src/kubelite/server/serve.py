@@ -21,9 +21,17 @@ from pathlib import Path
 
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
+from kubelite.server.audit import AuditLog
+from kubelite.server.auditpolicy import PolicyError, load_policy
 from kubelite.server.credentials import share_credentials
 from kubelite.server.http import serve_http
-from kubelite.server.startup import bind, hold_data_dir, open_store_checked, private_file
+from kubelite.server.startup import (
+    StartupError,
+    bind,
+    hold_data_dir,
+    open_store_checked,
+    private_file,
+)
 from kubelite.server.tls import ServingFiles, ensure_ca, ensure_serving_files
 from kubelite.storage import StoreOptions
 
@@ -41,6 +49,10 @@ class ServeOptions:
     service_ranges: ServiceRanges = field(default_factory=ServiceRanges)
     tls_sans: tuple[str, ...] = ()
     advertise_address: str | None = None
+    #: serve /metrics and time the store's calls
+    metrics: bool = True
+    audit_log_path: str | None = None
+    audit_policy_file: str | None = None
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -108,12 +120,39 @@ def advertised_host(options: ServeOptions) -> str:
 async def serve(options: ServeOptions) -> None:
     """Serve until SIGINT/SIGTERM. The socket is bound and the data directory locked before the
     store opens; a :class:`StartupError` says in one line why the server could not start."""
+    audit = open_audit_log(options)
+    try:
+        await _serve_held(options, audit)
+    finally:
+        if audit is not None:
+            audit.close()
+
+
+def open_audit_log(options: ServeOptions) -> AuditLog | None:
+    """The audit log when both ``--audit-policy-file`` and ``--audit-log-path`` are given (as
+    kube-apiserver, no policy means no auditing); a bad policy stops the start."""
+    if options.audit_policy_file is None:
+        return None
+    try:
+        policy = load_policy(options.audit_policy_file)
+    except PolicyError as exc:
+        raise StartupError(str(exc)) from None
+    if options.audit_log_path is None:
+        log.warning("--audit-policy-file without --audit-log-path: no audit log is written")
+        return None
+    try:
+        return AuditLog(policy, options.audit_log_path)
+    except OSError as exc:
+        raise StartupError(f"cannot open audit log {options.audit_log_path}: {exc.strerror}")
+
+
+async def _serve_held(options: ServeOptions, audit: AuditLog | None) -> None:
     held = hold_data_dir(options.data_dir)
     data_dir = held.path
     try:
         sock = bind(options.bind_address, options.port)
         try:
-            await _serve(options, data_dir, sock)
+            await _serve(options, data_dir, sock, audit)
         finally:
             sock.close()
     finally:
@@ -121,7 +160,9 @@ async def serve(options: ServeOptions) -> None:
     print("kubelite stopped", file=sys.stderr, flush=True)
 
 
-async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> None:
+async def _serve(
+    options: ServeOptions, data_dir: Path, sock: socket.socket, audit: AuditLog | None
+) -> None:
     url = options.storage
     if url is None:
         private_file(data_dir / "state.db")
@@ -142,7 +183,13 @@ async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> 
         host = advertised_host(options)
         names = (*options.tls_sans, host)
         tls = ensure_serving_files(data_dir, options.bind_address, names)
-        server = await assemble(store, token=token, service_ranges=options.service_ranges)
+        server = await assemble(
+            store,
+            token=token,
+            service_ranges=options.service_ranges,
+            metrics=options.metrics,
+            audit=audit,
+        )
         try:
             port = sock.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
