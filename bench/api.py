@@ -164,9 +164,14 @@ def _spawn(args: list[str], marker: str, data_dir: Path, log_name: str) -> Proc:
     raise RuntimeError(f"{args} did not start; see {data_dir.parent / log_name}")
 
 
+#: more ``kubelite serve`` options (``--serve-arg``), e.g. an audit policy and log
+SERVE_ARGS: list[str] = []
+
+
 def start_kubelite(data_dir: Path) -> Proc:
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [PYTHON, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)]
+    args += SERVE_ARGS
     proc = _spawn(args, "kubelite serving on ", data_dir, "kubelite.log")
     proc.token = (data_dir / "token").read_text().strip()
     return proc
@@ -884,7 +889,15 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--dir", default=None, help="parent of the data dirs (a real disk)")
+    parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="pass ARG to kubelite serve (repeat; --serve-arg=--no-metrics)",
+    )
     args = parser.parse_args()
+    SERVE_ARGS.extend(args.serve_arg)
     if shutil.which("wrk") is None:
         print("wrk not found: apt-get install -y wrk", file=sys.stderr)
         return 2

@@ -56,6 +56,31 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the address the kubeconfig names (default: the bind address; 127.0.0.1 for 0.0.0.0)",
     )
+    s.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="debug adds a line per request (kube's httplog, klog -v=3)",
+    )
+    s.add_argument("--log-format", choices=("text", "json"), default="text")
+    s.add_argument(
+        "--metrics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve /metrics and time the store's calls",
+    )
+    s.add_argument(
+        "--audit-log-path",
+        default=None,
+        metavar="PATH",
+        help="write audit events here, one JSON Event a line ('-': standard output)",
+    )
+    s.add_argument(
+        "--audit-policy-file",
+        default=None,
+        metavar="PATH",
+        help="the audit.k8s.io/v1 Policy that picks each request's level",
+    )
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
@@ -90,13 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     sr.add_argument("file")
     sr.add_argument("--data-dir", required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     if args.command == "serve":
         import uvloop
 
         from kubelite.api.kinds.allocation import ServiceRanges
+        from kubelite.server import logs
+
+        logs.configure(args.log_level, args.log_format)
         from kubelite.server.serve import ServeOptions, serve
         from kubelite.server.startup import StartupError
 
@@ -117,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             service_ranges=ranges,
             tls_sans=tuple(n for names in args.tls_san for n in names.split(",") if n),
             advertise_address=args.advertise_address,
+            metrics=args.metrics,
+            audit_log_path=args.audit_log_path,
+            audit_policy_file=args.audit_policy_file,
         )
         try:
             uvloop.run(serve(options))
@@ -126,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
         return 0
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.command == "compact":
         from kubelite.client.admin import AdminError, compact
         from kubelite.client.kubeconfig import KubeconfigError, load_connection

@@ -14,6 +14,7 @@ from kubelite.api.authn import ADMIN, ANONYMOUS, User
 from kubelite.api.request import RequestInfo
 from kubelite.server.app import KubeliteApp
 from kubelite.server.assembly import Assembly, running
+from kubelite.server.messages import Request
 from kubelite.server.requestinfo import request_info
 from kubelite.storage import StoreOptions
 
@@ -80,12 +81,28 @@ class Recorder:
         if info.resource == self.refuse:
             raise errors.forbidden(info.resource, info.api_group, info.name, "not today")
 
-    async def record(self, user: User, info: RequestInfo, status: int) -> None:
-        self.audited.append((info.verb, status))
+    def begin(self, request: Request) -> Recorder.Audit:
+        return Recorder.Audit(self, request.info.verb)
 
-    def observe(self, info: RequestInfo, status: int, seconds: float) -> None:
+    class Audit:
+        wants_response_body = False
+
+        def __init__(self, recorder: Recorder, verb: str) -> None:
+            self.recorder, self.verb = recorder, verb
+
+        def response_started(self, code: int) -> None: ...
+
+        def complete(self, code: int, status: dict[str, Any] | None, body: bytes | None) -> None:
+            self.recorder.audited.append((self.verb, code))
+
+        def panic(self, exc: BaseException) -> None: ...
+
+    def started(self, request: Request) -> None:
+        self.observed.append((request.info.verb, -1))
+
+    def observe(self, request: Request, status: int, seconds: float) -> None:
         assert seconds >= 0
-        self.observed.append((info.verb, status))
+        self.observed.append((request.info.verb, status))
 
 
 @pytest.fixture
@@ -141,8 +158,11 @@ async def test_the_slots_see_every_request_with_its_info(server: Assembly) -> No
     assert user == ADMIN
     assert (info.verb, info.resource, info.namespace) == ("create", "configmaps", "default")
     assert recorder.authorized[2][0] == ANONYMOUS  # /version without a token
-    assert recorder.audited == [("create", 201), ("create", 0), ("get", 200)]
-    assert recorder.observed == [("create", 201), ("create", 0), ("get", 200), ("list", 0)]
+    assert recorder.audited == [("create", 201), ("create", 403), ("get", 200)]
+    assert recorder.observed == [
+        ("create", -1), ("create", 201), ("create", -1), ("create", 403), ("get", -1),
+        ("get", 200), ("list", -1), ("list", 401),
+    ]  # fmt: skip
     secrets = server.catalogue.lookup("", "v1", "secrets")
     assert secrets is not None
     listing = await server.registry.list(secrets, "default")

@@ -4,10 +4,18 @@ and the lifespan protocol. Built by :func:`kubelite.server.assembly.assemble`.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
-from kubelite.server.filters import Auditor, Authenticator, Authorizer, Metrics, build_chain
+from kubelite.server.filters import (
+    Auditor,
+    Authenticator,
+    Authorizer,
+    Metrics,
+    RequestLog,
+    build_chain,
+)
 from kubelite.server.handlers import Handlers
 from kubelite.server.messages import Receive, Request, Scope, Send
 from kubelite.server.routes import Routes
@@ -23,18 +31,21 @@ class KubeliteApp:
         authorizer: Authorizer | None = None,
         auditor: Auditor | None = None,
         metrics: Metrics | None = None,
+        request_log: RequestLog | None = None,
+        metrics_document: Callable[[], Awaitable[bytes]] | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
         #: set when the server stops: open watch streams end
         self.shutting_down = asyncio.Event()
-        routes = Routes(registry, catalogue, Handlers(self.shutting_down))
+        routes = Routes(registry, catalogue, Handlers(self.shutting_down), metrics_document)
         self.handle = build_chain(
             routes,
             authenticator=authenticator,
             authorizer=authorizer,
             auditor=auditor,
             metrics=metrics,
+            request_log=request_log,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -34,7 +34,11 @@ from kubelite.api.kinds.priority import (
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
+from kubelite.server.audit import AuditLog
+from kubelite.server.httplog import request_logger
+from kubelite.server.metrics import APIMetrics
 from kubelite.storage import Store, StoreOptions, open_store
+from kubelite.storage.timed import TimedStore
 
 
 @dataclass
@@ -51,6 +55,8 @@ class Assembly:
     namespace_controller: NamespaceController
     authenticator: TokenAuthenticator | None
     app: KubeliteApp
+    metrics: APIMetrics | None = None
+    audit: AuditLog | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -67,12 +73,21 @@ async def assemble(
     watch_cache_options: dict[str, Any] | None = None,
     namespace_controller_options: dict[str, Any] | None = None,
     service_ranges: ServiceRanges | None = None,
+    metrics: bool = True,
+    audit: AuditLog | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
     request is the administrator's, and no service account tokens are issued);
-    ``service_ranges`` the Service IP and node port ranges (default kube's)."""
+    ``service_ranges`` the Service IP and node port ranges (default kube's); ``metrics``:
+    serve ``/metrics`` and time the store's calls; ``audit``: the audit log (its opener
+    closes it). The request log line is on when debug logging is."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
+    backing = store
+    api_metrics = None
+    if metrics:
+        api_metrics = APIMetrics(catalogue, backing)
+        store = TimedStore(backing, api_metrics.observe_storage)
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
     ranges = service_ranges or ServiceRanges()
     kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
@@ -96,9 +111,17 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
-    app = KubeliteApp(registry, catalogue, authenticator)
+    app = KubeliteApp(
+        registry,
+        catalogue,
+        authenticator,
+        auditor=audit,
+        metrics=api_metrics,
+        request_log=request_logger(),
+        metrics_document=None if api_metrics is None else api_metrics.exposition,
+    )
     return Assembly(
-        store,
+        backing,
         catalogue,
         kinds,
         registry,
@@ -107,6 +130,8 @@ async def assemble(
         namespace_controller,
         authenticator,
         app,
+        api_metrics,
+        audit,
     )
 
 

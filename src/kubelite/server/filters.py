@@ -1,28 +1,36 @@
 """The filter chain in front of routing, each concern one wrapper in a fixed order (kube-apiserver's
 DefaultBuildHandlerChain):
 
-    recovery -> request info -> metrics -> authentication -> audit -> authorization -> routes
+    audit init -> recovery -> request info -> http log -> metrics -> authentication -> audit
+    -> authorization -> routes
 
+- **audit init** gives the request its audit ID (the client's ``Audit-ID`` header, else a new
+  UUID) and receipt time, and returns the ID in every response's ``Audit-Id`` header
+  (``WithAuditInit``).
 - **recovery** turns every error into a ``Status`` through the one mapping
   (:func:`kubelite.api.errors.status_body`): an :class:`APIError` as it is, a store that does not
-  answer as 504 Timeout with Retry-After, anything else as a 500 that is logged. The server keeps
-  serving.
+  answer as 504 Timeout with Retry-After, anything else as a 500 that is logged once, with the
+  request's method, URI and audit ID. The server keeps serving.
 - **request info** parses the request once (:func:`kubelite.server.requestinfo.request_info`);
   every later filter and handler reads ``request.info``.
+- **http log** writes one line per request when debug logging is on (:mod:`.httplog`).
 - **authentication** sets ``request.user``: a bearer token must be valid on every path (401
   otherwise); a request without one is ``system:anonymous``, allowed only on the public paths
   (``/healthz``, ``/livez``, ``/readyz``, ``/version``) and refused with 401 elsewhere.
-- **metrics**, **audit** and **authorization** are slots: each takes an object with one method
+- **metrics**, **audit** and **authorization** are slots: each takes an object
   (:class:`Metrics`, :class:`Auditor`, :class:`Authorizer`) and passes requests through
-  untouched when it has none. Later features fill them.
+  untouched when it has none. :mod:`.metrics` and :mod:`.audit` fill the first two.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
+
+import orjson
 
 from kubelite.api import errors
 from kubelite.api.authn import ANONYMOUS, User
@@ -54,12 +62,72 @@ class Authorizer(Protocol):
         ...
 
 
+class AuditRecord(Protocol):
+    """One audited request's events (RequestReceived is written when it is made)."""
+
+    #: the filter hands :meth:`complete` the response body (RequestResponse level)
+    wants_response_body: bool
+
+    def response_started(self, code: int) -> None:
+        """A long-running (watch) response has started: ResponseStarted."""
+        ...
+
+    def complete(self, code: int, status: dict[str, Any] | None, body: bytes | None) -> None:
+        """ResponseComplete; ``status`` is an error's Status body."""
+        ...
+
+    def panic(self, exc: BaseException) -> None:
+        """The request ended in an internal error: Panic."""
+        ...
+
+
 class Auditor(Protocol):
-    async def record(self, user: User, info: RequestInfo, status: int) -> None: ...
+    def begin(self, request: Request) -> AuditRecord | None:
+        """The record of ``request`` (its RequestReceived event written), None when the policy
+        says None."""
+        ...
 
 
 class Metrics(Protocol):
-    def observe(self, info: RequestInfo, status: int, seconds: float) -> None: ...
+    def started(self, request: Request) -> None:
+        """``request`` enters (in flight, or long-running)."""
+        ...
+
+    def observe(self, request: Request, status: int, seconds: float) -> None:
+        """``request`` was answered with ``status`` after ``seconds``."""
+        ...
+
+
+class RequestLog(Protocol):
+    def log(self, request: Request, status: int, seconds: float) -> None: ...
+
+
+def status_of(exc: BaseException) -> int:
+    """The status recovery will answer an escaping error with."""
+    if isinstance(exc, APIError):
+        return exc.code
+    if isinstance(exc, Unavailable):
+        return 504
+    return 500
+
+
+AUDIT_ID_HEADER = b"audit-id"
+
+
+def with_audit_init(inner: Handler) -> Handler:
+    async def init(request: Request, send: Send) -> None:
+        request.audit_id = request.headers.get("audit-id") or str(uuid.uuid4())
+        request.received = time.time()
+        header = (b"Audit-Id", request.audit_id.encode())
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        await inner(request, send_with_id)
+
+    return init
 
 
 def with_recovery(inner: Handler) -> Handler:
@@ -72,7 +140,12 @@ def with_recovery(inner: Handler) -> Handler:
             log.warning("storage unavailable serving %s %s: %s", request.method, request.path, exc)
             await send_error(send, errors.timeout(str(exc), retry_after=1))
         except Exception as exc:  # never let one request take the server down
-            log.exception("internal error serving %s %s", request.method, request.path)
+            log.exception(
+                "Internal error serving %s %s",
+                request.method,
+                request.path,
+                extra={"kv": {"audit-ID": request.audit_id, "user": request.user.name}},
+            )
             await send_error(send, errors.internal(f"Internal error occurred: {exc}"))
 
     return recover
@@ -119,17 +192,65 @@ def with_authorization(inner: Handler, authorizer: Authorizer | None) -> Handler
 
 
 def with_audit(inner: Handler, auditor: Auditor | None) -> Handler:
+    """kube's ``WithAudit``: the policy's level for the request, its stages as it goes."""
     if auditor is None:
         return inner
 
     async def audit(request: Request, send: Send) -> None:
-        status = _StatusRecorder(send)
+        record = auditor.begin(request)
+        if record is None:
+            await inner(request, send)
+            return
+        watch = request.info.verb == "watch"
+        capture = _ResponseCapture(send, record, watch)
         try:
-            await inner(request, status)
-        finally:
-            await auditor.record(request.user, request.info, status.code)
+            await inner(request, capture)
+        except (APIError, Unavailable) as exc:
+            error = exc if isinstance(exc, APIError) else errors.timeout(str(exc), retry_after=1)
+            record.complete(error.code, errors.status_body(error), None)
+            raise
+        except Exception as exc:
+            record.panic(exc)
+            raise
+        record.complete(capture.code, capture.status(), capture.body())
 
     return audit
+
+
+class _ResponseCapture:
+    """A ``send`` that tells the audit record when a watch's response starts, and keeps the
+    body when the record wants it or the response is an error's Status."""
+
+    def __init__(self, send: Send, record: AuditRecord, watch: bool) -> None:
+        self.send = send
+        self.record = record
+        self.watch = watch
+        self.code = 0
+        self.keep = False
+        self.chunks: list[bytes] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.code = int(message["status"])
+            if self.watch:
+                self.record.response_started(self.code)
+            else:
+                self.keep = self.record.wants_response_body or self.code >= 400
+        elif self.keep and message.get("body"):
+            self.chunks.append(message["body"])
+        await self.send(message)
+
+    def status(self) -> dict[str, Any] | None:
+        if self.code < 400 or not self.chunks:
+            return None
+        try:
+            body = orjson.loads(b"".join(self.chunks))
+        except orjson.JSONDecodeError:
+            return None
+        return body if isinstance(body, dict) else None
+
+    def body(self) -> bytes | None:
+        return b"".join(self.chunks) if self.record.wants_response_body else None
 
 
 def with_metrics(inner: Handler, metrics: Metrics | None) -> Handler:
@@ -139,12 +260,39 @@ def with_metrics(inner: Handler, metrics: Metrics | None) -> Handler:
     async def measure(request: Request, send: Send) -> None:
         status = _StatusRecorder(send)
         started = time.perf_counter()
+        metrics.started(request)
+        code = 0
         try:
             await inner(request, status)
+            code = status.code
+        except BaseException as exc:
+            code = status.code or status_of(exc)
+            raise
         finally:
-            metrics.observe(request.info, status.code, time.perf_counter() - started)
+            metrics.observe(request, code, time.perf_counter() - started)
 
     return measure
+
+
+def with_request_log(inner: Handler, request_log: RequestLog | None) -> Handler:
+    """kube's ``WithHTTPLogging``: one line per request, after its response."""
+    if request_log is None:
+        return inner
+
+    async def logged(request: Request, send: Send) -> None:
+        status = _StatusRecorder(send)
+        started = time.perf_counter()
+        code = 0
+        try:
+            await inner(request, status)
+            code = status.code
+        except BaseException as exc:
+            code = status.code or status_of(exc)
+            raise
+        finally:
+            request_log.log(request, code, time.perf_counter() - started)
+
+    return logged
 
 
 class _StatusRecorder:
@@ -172,11 +320,14 @@ def build_chain(
     authorizer: Authorizer | None = None,
     auditor: Auditor | None = None,
     metrics: Metrics | None = None,
+    request_log: RequestLog | None = None,
 ) -> Handler:
     """The whole chain around ``routes``, outermost first as listed in the module docstring."""
     handler = with_authorization(routes, authorizer)
     handler = with_audit(handler, auditor)
     handler = with_authentication(handler, authenticator)
     handler = with_metrics(handler, metrics)
+    handler = with_request_log(handler, request_log)
     handler = with_request_info(handler)
-    return with_recovery(handler)
+    handler = with_recovery(handler)
+    return with_audit_init(handler)

@@ -65,6 +65,14 @@ class Request:
         self.info = UNPARSED
         #: set by the authentication filter (the admin when authentication is off)
         self.user = authn.ADMIN
+        #: set by the audit-init filter: the ``Audit-Id`` this request's events and log line carry
+        self.audit_id = ""
+        #: when the request arrived (seconds since the epoch; the audit-init filter sets it)
+        self.received = 0.0
+        #: annotations for the request's audit events: any later stage (admission) may add some
+        self.audit_annotations: dict[str, str] = {}
+        #: called for each event a watch stream sends (the metrics set it)
+        self.count_watch_event: Callable[[], None] = _nothing
 
     async def body(self) -> bytes:
         chunks: list[bytes] = []
@@ -149,6 +157,10 @@ class Request:
         if value is None:
             return False
         return value.lower() not in ("0", "f", "false")
+
+
+def _nothing() -> None:
+    pass
 
 
 async def send_json(

@@ -113,6 +113,7 @@ async def stream_watch(
                 if tabled:
                     obj = table(info, [obj], str(event.revision), include_object=include)
                 await out.write(orjson.dumps({"type": event.type, "object": obj}) + b"\n")
+                request.count_watch_event()
         except APIError as exc:  # the stream has begun: errors travel as ERROR events
             error = {"type": "ERROR", "object": errors.status_body(exc)}
             await out.write(orjson.dumps(error) + b"\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
+from collections.abc import Awaitable, Callable
 
 from kubelite.api import errors
 from kubelite.api import resourceversion as rv
@@ -18,6 +19,8 @@ from kubelite.server.handlers import Handlers, Target
 from kubelite.server.messages import Request, Send, send_json
 
 COMPACT_PATH = "/kubelite/v1/compact"
+METRICS_PATH = "/metrics"
+METRICS_CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 #: Verbs that act on one object: a collection path does not serve them.
 NAMED_VERBS = frozenset({"update", "patch"})
 #: What a namespaced resource serves across all namespaces (kube routes nothing else there).
@@ -25,10 +28,18 @@ ALL_NAMESPACES_VERBS = frozenset({"list", "watch"})
 
 
 class Routes:
-    def __init__(self, registry: Registry, catalogue: Catalogue, handlers: Handlers) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        handlers: Handlers,
+        metrics: Callable[[], Awaitable[bytes]] | None = None,
+    ) -> None:
         self.registry = registry
         self.catalogue = catalogue
         self.handlers = handlers
+        #: the ``/metrics`` document (none: the path is not served)
+        self.metrics = metrics
 
     async def __call__(self, request: Request, send: Send) -> None:
         if request.info.is_resource_request:
@@ -47,6 +58,9 @@ class Routes:
             return
         if path == "/version":
             await send_json(send, 200, discovery.version())
+            return
+        if path == METRICS_PATH and self.metrics is not None:
+            await self.serve_metrics(request, send, self.metrics)
             return
         if path == COMPACT_PATH:
             await self.compact(request, send)
@@ -168,6 +182,22 @@ class Routes:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         body = b"" if request.method == "HEAD" else found.json
         await send({"type": "http.response.body", "body": body})
+
+    async def serve_metrics(
+        self, request: Request, send: Send, document: Callable[[], Awaitable[bytes]]
+    ) -> None:
+        """``GET /metrics``: the Prometheus text format (kube's legacyregistry handler)."""
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed()
+        body = await document()
+        headers = [
+            (b"content-type", METRICS_CONTENT_TYPE),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b"" if request.method == "HEAD" else body}
+        )
 
     async def compact(self, request: Request, send: Send) -> None:
         """``POST /kubelite/v1/compact?revision=N``: drop history below N (an admin action)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -23,9 +24,17 @@ from pathlib import Path
 
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
+from kubelite.server.audit import AuditLog
+from kubelite.server.auditpolicy import PolicyError, load_policy
 from kubelite.server.credentials import share_credentials
 from kubelite.server.http import serve_http
-from kubelite.server.startup import bind, hold_data_dir, open_store_checked, private_file
+from kubelite.server.startup import (
+    StartupError,
+    bind,
+    hold_data_dir,
+    open_store_checked,
+    private_file,
+)
 from kubelite.server.tls import ServingFiles, ensure_ca, ensure_serving_files
 from kubelite.storage import StoreOptions
 
@@ -43,6 +52,10 @@ class ServeOptions:
     service_ranges: ServiceRanges = field(default_factory=ServiceRanges)
     tls_sans: tuple[str, ...] = ()
     advertise_address: str | None = None
+    #: serve /metrics and time the store's calls
+    metrics: bool = True
+    audit_log_path: str | None = None
+    audit_policy_file: str | None = None
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -121,27 +134,45 @@ async def serve(
 ) -> None:
     """Serve until SIGINT/SIGTERM, or until ``stop`` is set when given (the testing plugin's
     in-process server runs this on a thread of its own). ``on_ready(url, kubeconfig)`` runs once
-    the socket listens and the kubeconfig is written. The socket is bound and the data directory
-    locked before the store opens; a :class:`StartupError` says in one line why the server could
-    not start."""
-    held = hold_data_dir(options.data_dir)
-    data_dir = held.path
-    try:
+    the socket listens and the kubeconfig is written. The audit policy is read, the data
+    directory locked and the socket bound before the store opens; a :class:`StartupError` says
+    in one line why the server could not start."""
+    with contextlib.ExitStack() as held:
+        audit = open_audit_log(options)
+        if audit is not None:
+            held.callback(audit.close)
+        data_dir = hold_data_dir(options.data_dir)
+        held.callback(data_dir.release)
         sock = bind(options.bind_address, options.port)
-        try:
-            await _serve(options, data_dir, sock, on_ready, stop)
-        finally:
-            sock.close()  # a no-op once granian has served on it (serve_http detaches it)
-    finally:
-        held.release()
+        held.callback(sock.close)  # a no-op once granian served on it (serve_http detaches it)
+        await _serve(options, data_dir.path, sock, audit, on_ready, stop)
     if stop is None:
         print("kubelite stopped", file=sys.stderr, flush=True)
+
+
+def open_audit_log(options: ServeOptions) -> AuditLog | None:
+    """The audit log when both ``--audit-policy-file`` and ``--audit-log-path`` are given (as
+    kube-apiserver, no policy means no auditing); a bad policy stops the start."""
+    if options.audit_policy_file is None:
+        return None
+    try:
+        policy = load_policy(options.audit_policy_file)
+    except PolicyError as exc:
+        raise StartupError(str(exc)) from None
+    if options.audit_log_path is None:
+        log.warning("--audit-policy-file without --audit-log-path: no audit log is written")
+        return None
+    try:
+        return AuditLog(policy, options.audit_log_path)
+    except OSError as exc:
+        raise StartupError(f"cannot open audit log {options.audit_log_path}: {exc.strerror}")
 
 
 async def _serve(
     options: ServeOptions,
     data_dir: Path,
     sock: socket.socket,
+    audit: AuditLog | None,
     on_ready: Callable[[str, Path], None],
     stop: asyncio.Event | None,
 ) -> None:
@@ -165,7 +196,13 @@ async def _serve(
         host = advertised_host(options)
         names = (*options.tls_sans, host)
         tls = ensure_serving_files(data_dir, options.bind_address, names)
-        server = await assemble(store, token=token, service_ranges=options.service_ranges)
+        server = await assemble(
+            store,
+            token=token,
+            service_ranges=options.service_ranges,
+            metrics=options.metrics,
+            audit=audit,
+        )
         try:
             port = sock.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
