@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
-import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
+from kubelite.api.jsoncodec import MAX_DEPTH
 
 __all__ = [
     "MAX_DEPTH",
@@ -54,7 +53,6 @@ __all__ = [
     "patch_decode_error",
 ]
 
-T = TypeVar("T")
 _DEFS = "#/$defs/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
@@ -70,8 +68,6 @@ _OPAQUE_SUFFIXES = (
     ".JSONSchemaPropsOrBool",
     ".JSONSchemaPropsOrStringArray",
 )
-#: Go's encoding/json nesting limit (scanner.go ``maxNestingDepth``): deeper is a syntax error.
-MAX_DEPTH = 10000
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
@@ -784,35 +780,3 @@ def depth_error(kind: str, raw: bytes, bracket: str) -> APIError:
         f"the object provided is unrecognized (must be of type {kind}): {reason} "
         f"({summarize(raw)})",
     )
-
-
-def deep(call: Callable[[], T]) -> T:
-    """Run ``call`` on a thread with a large stack and a raised recursion limit: for bodies
-    nested deeper than the default limit allows, up to :data:`MAX_DEPTH`. Blocking; rare."""
-    result: list[T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(call())
-        except BaseException as exc:  # re-raised on the caller's thread
-            failure.append(exc)
-
-    with _DEEP_LOCK:
-        old_limit = sys.getrecursionlimit()
-        old_stack = threading.stack_size()
-        sys.setrecursionlimit(max(old_limit, 8 * MAX_DEPTH))
-        try:
-            threading.stack_size(512 * 1024 * 1024)
-            worker = threading.Thread(target=run, name="kubelite-deep-body")
-            threading.stack_size(old_stack)
-            worker.start()
-            worker.join()
-        finally:
-            sys.setrecursionlimit(old_limit)
-    if failure:
-        raise failure[0]
-    return result[0]
-
-
-_DEEP_LOCK = threading.Lock()
