@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from kubelite.api import jsoncodec
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
 from kubelite.api.jsoncodec import MAX_DEPTH
@@ -46,8 +47,10 @@ __all__ = [
     "DecodeError",
     "builtin",
     "check",
+    "custom",
     "decode",
     "decode_error",
+    "decodes",
     "depth_error",
     "json_depth",
     "patch_decode_error",
@@ -59,6 +62,7 @@ _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _TIME = _META + "Time"
 _MICRO_TIME = _META + "MicroTime"
+_OBJECT_META = _META + "ObjectMeta"
 #: Definitions whose Go types read any JSON (their own UnmarshalJSON): kept as sent.
 _OPAQUE_SUFFIXES = (
     ".FieldsV1",
@@ -553,8 +557,8 @@ class _Compiler:
             self.structs[name] = (dec, gotype)
         for key, schema in properties.items():
             if isinstance(schema, dict):
-                node = self.node(schema)[0]
-                fields[key] = node
+                named = _NAMED_STRINGS.get((name, key))
+                fields[key] = _named_string(named) if named else self.node(schema)[0]
         return dec, gotype
 
     def map(self, schema: dict[str, Any]) -> tuple[Dec, str]:
@@ -617,6 +621,23 @@ class _Compiler:
         return dict  # a struct: every field at its zero value, omitted
 
 
+#: Fields whose Go type is a named string type (the OpenAPI definition says ``string``): Go's
+#: error names the type.
+_NAMED_STRINGS = {
+    (_META + "ObjectMeta", "uid"): "types.UID",
+    (_META + "OwnerReference", "uid"): "types.UID",
+}
+
+
+def _named_string(gotype: str) -> Dec:
+    def dec(value: Any, st: _State, stack: Stack, struct: str) -> Any:
+        if type(value) is not str:
+            st.save(_type_error(_what(value), gotype, stack, struct))
+        return value
+
+    return dec
+
+
 def _string_check(value: Any, st: _State, stack: Stack, struct: str) -> Any:
     """Marks a plain string field (checked inline by the struct decoder)."""
     if type(value) is not str:
@@ -637,18 +658,37 @@ def builtin(info: ResourceInfo | None) -> bool:
     return info is not None and bool(info.schema_ref) and not info.schema
 
 
+def custom(info: ResourceInfo | None) -> bool:
+    """Whether ``info`` is a custom resource, whose ``metadata`` alone is decoded here."""
+    return info is not None and bool(info.schema)
+
+
+def decodes(info: ResourceInfo | None) -> bool:
+    """Whether :func:`check` decodes anything of ``info``'s objects."""
+    return builtin(info) or custom(info)
+
+
 def check(info: ResourceInfo, obj: dict[str, Any]) -> None:
     """Decode ``obj`` in place as ``info``'s Go struct: unknown fields and nulls dropped;
-    :class:`DecodeError` (Go's text) for a value Go would not read."""
-    if not builtin(info):
-        return
+    :class:`DecodeError` (Go's text) for a value Go would not read. A custom resource's
+    ``metadata`` is read into a ``metav1.ObjectMeta`` on its own, as apiextensions-apiserver's
+    unstructuredSchemaCoercer does (objectmeta.GetObjectMetaWithOptions, malformed fields not
+    dropped for a request), so its errors name ``ObjectMeta.<field>``."""
+    if builtin(info):
+        _run(info.schema_ref, obj)
+    elif custom(info) and obj.get("metadata") is not None:
+        obj["metadata"] = _run(_OBJECT_META, obj["metadata"])
+
+
+def _run(schema_ref: str, value: Any) -> Any:
     state = _State()
     try:
-        _compiled(info.schema_ref)(obj, state, [], "")
+        new = _compiled(schema_ref)(value, state, [], "")
     except _Fatal as fatal:
         raise DecodeError(str(fatal)) from None
     if state.error is not None:
         raise DecodeError(state.error)
+    return new
 
 
 # --- the answers ----------------------------------------------------------------------------
@@ -699,9 +739,9 @@ def decode(info: ResourceInfo | None, obj: dict[str, Any], raw: bytes = b"") -> 
     """A create or update body decoded in place for ``info`` (the kind the storage serves);
     400 BadRequest with kube-apiserver's text when it does not decode. ``raw``: the body as
     sent (quoted in the message when its ``apiVersion``/``kind`` are not strings)."""
-    if info is None or not builtin(info):
+    if info is None or not decodes(info):
         return
-    problem = _type_meta_error(obj)
+    problem = _type_meta_error(obj) if builtin(info) else None
     if problem is not None:
         raise _unrecognized(info, problem, raw or orjson.dumps(obj))
     try:
@@ -722,7 +762,7 @@ def decode_error(info: ResourceInfo, obj: dict[str, Any], reason: str) -> APIErr
 
 def go_json(value: Any) -> str:
     """``json.Marshal`` of a decoded map: keys sorted, compact, ``<``, ``>``, ``&`` escaped."""
-    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    text = jsoncodec.dumps(value, orjson.OPT_SORT_KEYS).decode()
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")

@@ -215,7 +215,7 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             field_validation=mode,
             warnings=warnings,
         )
-        if decoding.builtin(target.body_kind):
+        if decoding.decodes(target.body_kind):
             patched = _decoded(target.body_kind, patched)
     options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
