@@ -33,37 +33,38 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
-import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
-from kubelite.api import quantity
+from kubelite.api import jsoncodec, quantity
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
 from kubelite.api.gotypes import NAMED_FIELDS
+from kubelite.api.jsoncodec import MAX_DEPTH
 
 __all__ = [
     "MAX_DEPTH",
     "DecodeError",
     "builtin",
     "check",
+    "custom",
     "decode",
     "decode_error",
+    "decodes",
     "depth_error",
     "json_depth",
     "patch_decode_error",
 ]
 
-T = TypeVar("T")
 _DEFS = "#/$defs/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _TIME = _META + "Time"
 _MICRO_TIME = _META + "MicroTime"
+_OBJECT_META = _META + "ObjectMeta"
 #: Definitions whose Go types read any JSON (their own UnmarshalJSON): kept as sent.
 _OPAQUE_SUFFIXES = (
     ".FieldsV1",
@@ -73,8 +74,6 @@ _OPAQUE_SUFFIXES = (
     ".JSONSchemaPropsOrBool",
     ".JSONSchemaPropsOrStringArray",
 )
-#: Go's encoding/json nesting limit (scanner.go ``maxNestingDepth``): deeper is a syntax error.
-MAX_DEPTH = 10000
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
@@ -637,18 +636,37 @@ def builtin(info: ResourceInfo | None) -> bool:
     return info is not None and bool(info.schema_ref) and not info.schema
 
 
+def custom(info: ResourceInfo | None) -> bool:
+    """Whether ``info`` is a custom resource, whose ``metadata`` alone is decoded here."""
+    return info is not None and bool(info.schema)
+
+
+def decodes(info: ResourceInfo | None) -> bool:
+    """Whether :func:`check` decodes anything of ``info``'s objects."""
+    return builtin(info) or custom(info)
+
+
 def check(info: ResourceInfo, obj: dict[str, Any]) -> None:
     """Decode ``obj`` in place as ``info``'s Go struct: unknown fields and nulls dropped;
-    :class:`DecodeError` (Go's text) for a value Go would not read."""
-    if not builtin(info):
-        return
+    :class:`DecodeError` (Go's text) for a value Go would not read. A custom resource's
+    ``metadata`` is read into a ``metav1.ObjectMeta`` on its own, as apiextensions-apiserver's
+    unstructuredSchemaCoercer does (objectmeta.GetObjectMetaWithOptions, malformed fields not
+    dropped for a request), so its errors name ``ObjectMeta.<field>``."""
+    if builtin(info):
+        _run(info.schema_ref, obj)
+    elif custom(info) and obj.get("metadata") is not None:
+        obj["metadata"] = _run(_OBJECT_META, obj["metadata"])
+
+
+def _run(schema_ref: str, value: Any) -> Any:
     state = _State()
     try:
-        _compiled(info.schema_ref)(obj, state, [], "")
+        new = _compiled(schema_ref)(value, state, [], "")
     except _Fatal as fatal:
         raise DecodeError(str(fatal)) from None
     if state.error is not None:
         raise DecodeError(state.error)
+    return new
 
 
 # --- the answers ----------------------------------------------------------------------------
@@ -699,9 +717,9 @@ def decode(info: ResourceInfo | None, obj: dict[str, Any], raw: bytes = b"") -> 
     """A create or update body decoded in place for ``info`` (the kind the storage serves);
     400 BadRequest with kube-apiserver's text when it does not decode. ``raw``: the body as
     sent (quoted in the message when its ``apiVersion``/``kind`` are not strings)."""
-    if info is None or not builtin(info):
+    if info is None or not decodes(info):
         return
-    problem = _type_meta_error(obj)
+    problem = _type_meta_error(obj) if builtin(info) else None
     if problem is not None:
         raise _unrecognized(info, problem, raw or orjson.dumps(obj))
     try:
@@ -722,7 +740,7 @@ def decode_error(info: ResourceInfo, obj: dict[str, Any], reason: str) -> APIErr
 
 def go_json(value: Any) -> str:
     """``json.Marshal`` of a decoded map: keys sorted, compact, ``<``, ``>``, ``&`` escaped."""
-    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    text = jsoncodec.dumps(value, orjson.OPT_SORT_KEYS).decode()
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")
@@ -780,35 +798,3 @@ def depth_error(kind: str, raw: bytes, bracket: str) -> APIError:
         f"the object provided is unrecognized (must be of type {kind}): {reason} "
         f"({summarize(raw)})",
     )
-
-
-def deep(call: Callable[[], T]) -> T:
-    """Run ``call`` on a thread with a large stack and a raised recursion limit: for bodies
-    nested deeper than the default limit allows, up to :data:`MAX_DEPTH`. Blocking; rare."""
-    result: list[T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(call())
-        except BaseException as exc:  # re-raised on the caller's thread
-            failure.append(exc)
-
-    with _DEEP_LOCK:
-        old_limit = sys.getrecursionlimit()
-        old_stack = threading.stack_size()
-        sys.setrecursionlimit(max(old_limit, 8 * MAX_DEPTH))
-        try:
-            threading.stack_size(512 * 1024 * 1024)
-            worker = threading.Thread(target=run, name="kubelite-deep-body")
-            threading.stack_size(old_stack)
-            worker.start()
-            worker.join()
-        finally:
-            sys.setrecursionlimit(old_limit)
-    if failure:
-        raise failure[0]
-    return result[0]
-
-
-_DEEP_LOCK = threading.Lock()

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import orjson
 
+from kubelite.api import jsoncodec
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import go_quote
 from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path
@@ -261,13 +262,13 @@ def track_update(
     shape = shape_of(info)
     old = comparable(live) if live is not None else zero(info, shape)
     try:
-        diff = compare(old, comparable(new), shape)
+        diff = jsoncodec.deeply(lambda: compare(old, comparable(new), shape))
     except (ValueError, TypedError):
         return  # apiserver drops managedFields it cannot compute ("should not happen")
     if reset is not None:
         diff = diff.without(reset)
     writer = Entry(manager or "unknown", UPDATE, info.group_version, subresource, None, FieldSet())
-    updated = _updated_entries(entries, diff, writer)
+    updated = jsoncodec.deeply(lambda: _updated_entries(entries, diff, writer))
     if updated:
         meta["managedFields"] = list(updated)  # never the stored object's own list
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import errors
+from kubelite.api import errors, jsoncodec
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.conversion import to_version
@@ -49,14 +49,14 @@ def storage_key(info: ResourceInfo, namespace: str | None, name: str) -> str:
 
 
 def clone(obj: Obj) -> Obj:
-    """A deep copy of a JSON object: through orjson, several times faster than copy.deepcopy."""
-    copied: Obj = orjson.loads(orjson.dumps(obj))
+    """A deep copy of a JSON object (:func:`jsoncodec.clone`)."""
+    copied: Obj = jsoncodec.clone(obj)
     return copied
 
 
 def clone_value(value: Any) -> Any:
     """A deep copy of any JSON value."""
-    return orjson.loads(orjson.dumps(value))
+    return jsoncodec.clone(value)
 
 
 def same_content(new: Obj, current: Obj) -> bool:
@@ -64,10 +64,10 @@ def same_content(new: Obj, current: Obj) -> bool:
     of keys (kube compares canonical encodings, in which key order cannot differ). A boolean
     never equals a number here (``True == 1`` in Python, not in JSON)."""
     a, b = _without_version(new), _without_version(current)
-    if a != b:
+    if not jsoncodec.equal(a, b):
         return False  # the common case: a real change, found by one C-level comparison
     sort = orjson.OPT_SORT_KEYS
-    return orjson.dumps(a, option=sort) == orjson.dumps(b, option=sort)
+    return jsoncodec.dumps(a, sort) == jsoncodec.dumps(b, sort)
 
 
 def _without_version(obj: Obj) -> Obj:
@@ -86,12 +86,12 @@ def encode(obj: Obj, info: ResourceInfo) -> bytes:
     )
     body["metadata"] = dict(body.get("metadata") or {})
     body["metadata"].pop("resourceVersion", None)
-    return orjson.dumps(body)
+    return jsoncodec.dumps(body)
 
 
 def from_storage(value: bytes, info: ResourceInfo) -> Obj:
     """A stored value as ``info``'s version serves it (no resourceVersion stamped)."""
-    obj: Obj = orjson.loads(value)
+    obj: Obj = jsoncodec.loads(value)
     if info.builtin and not info.storage_version:
         return obj
     # A custom resource is checked whatever the storage version is now: objects written before
@@ -106,7 +106,9 @@ def decode(kv: KeyValue, info: ResourceInfo) -> Obj:
 def same_stored(a: bytes, b: bytes, info: ResourceInfo) -> bool:
     """Whether two stored values hold the same object. Bytes compare for a kind stored at its
     own version; a converted one may come back with its keys in another order."""
-    return a == b or (bool(info.storage_version) and orjson.loads(a) == orjson.loads(b))
+    return a == b or (
+        bool(info.storage_version) and jsoncodec.equal(jsoncodec.loads(a), jsoncodec.loads(b))
+    )
 
 
 def meta_of(obj: Obj) -> dict[str, Any]:

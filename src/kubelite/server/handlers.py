@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import decoding, deletion, errors, validation
+from kubelite.api import decoding, deletion, errors, jsoncodec, validation
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.listing import ListOptions
@@ -103,7 +103,20 @@ class Handlers:
         handler = self.by_verb.get(request.info.verb)
         if handler is None:
             raise errors.method_not_allowed()
-        await handler(request, send, target)
+        started: list[bool] = []
+
+        async def sending(message: dict[str, Any]) -> None:
+            started.append(True)
+            await send(message)
+
+        try:
+            await handler(request, sending, target)
+        except RecursionError:
+            # an object holding a free-form value nested deeper than Python's default stack
+            # walks (kube reads 10000 levels): the request again, all of it on a large stack
+            if started:
+                raise
+            await jsoncodec.on_large_stack(handler(request, send, target))
 
     async def watch(self, request: Request, send: Send, target: Target) -> None:
         watcher: Watcher = target.serving(Watcher)
@@ -202,7 +215,7 @@ async def patch(request: Request, send: Send, target: Target) -> None:
             field_validation=mode,
             warnings=warnings,
         )
-        if decoding.builtin(target.body_kind):
+        if decoding.decodes(target.body_kind):
             patched = _decoded(target.body_kind, patched)
     options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
@@ -366,7 +379,7 @@ def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warn
             raise validation.field_validation_error(info, found, body)
         return Warnings(validation.warnings_for(found))
 
-    return decoding.deep(run) if request.deep else run()
+    return jsoncodec.deep(run) if request.deep else run()
 
 
 def _strict_errors(request: Request, info: ResourceInfo | None, mode: str, body: Obj) -> list[str]:
@@ -388,13 +401,13 @@ def _decoded(info: ResourceInfo | None, update: ObjectUpdate) -> ObjectUpdate:
     async def apply(current: Obj | None) -> Obj:
         patched = await update(current)
         try:
-            before: Any = orjson.dumps(patched)  # the message shows the object before pruning
+            before: Any = jsoncodec.dumps(patched)  # the message shows the object before pruning
         except orjson.JSONEncodeError:
             before = None
         try:
             decoding.check(info, patched)
         except decoding.DecodeError as exc:
-            shown = orjson.loads(before) if before is not None else patched
+            shown = jsoncodec.loads(before) if before is not None else patched
             raise decoding.patch_decode_error(shown, str(exc)) from None
         return patched
 

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import authn, decoding, errors, yamlbody
+from kubelite.api import authn, decoding, errors, jsoncodec, yamlbody
 from kubelite.api.errors import APIError
 from kubelite.api.request import RequestInfo
 from kubelite.server import protobuf
@@ -59,7 +59,8 @@ class Request:
         self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         self.receive = receive
         self.raw = b""
-        #: set when the body is nested deeper than orjson reads (decode it with decoding.deep)
+        self.read = False
+        #: set when the body is nested deeper than orjson reads (decode it with jsoncodec.deep)
         self.deep = False
         #: set by the request-info filter
         self.info = UNPARSED
@@ -75,6 +76,8 @@ class Request:
         self.count_watch_event: Callable[[], None] = _nothing
 
     async def body(self) -> bytes:
+        if self.read:
+            return self.raw  # read once: a request retried on a large stack reads it again
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -89,6 +92,7 @@ class Request:
             chunks.append(chunk)
             if not message.get("more_body"):
                 self.raw = b"".join(chunks)
+                self.read = True
                 return self.raw
 
     async def _discard(self, message: dict[str, Any]) -> None:
@@ -121,11 +125,11 @@ class Request:
             if "depth limit" not in str(exc):
                 raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
         depth, bracket = decoding.json_depth(raw)
-        if depth > decoding.MAX_DEPTH:
+        if depth > jsoncodec.MAX_DEPTH:
             raise decoding.depth_error(kind or "Object", raw, bracket)
         self.deep = True
         try:
-            return decoding.deep(lambda: json.loads(raw))
+            return jsoncodec.deep(lambda: json.loads(raw))
         except ValueError as exc:
             raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
 
@@ -170,7 +174,7 @@ async def send_json(
     headers: tuple[tuple[bytes, bytes], ...] = (),
     content_type: bytes = JSON,
 ) -> None:
-    data = orjson.dumps(body, option=orjson.OPT_APPEND_NEWLINE)  # kube's encoder ends with \n
+    data = jsoncodec.dumps(body, orjson.OPT_APPEND_NEWLINE)  # kube's encoder ends with \n
     await send(
         {
             "type": "http.response.start",

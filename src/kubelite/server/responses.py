@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import errors
+from kubelite.api import errors, jsoncodec
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.generic import collect
@@ -85,7 +85,7 @@ async def stream_list(send: Send, info: ResourceInfo, scan: ListScan) -> None:
     chunk = head[:-1] + b',"items":['
     page, separator = first, b""
     while page is not None:
-        chunk += separator + b",".join(orjson.dumps(obj) for obj in page)
+        chunk += separator + b",".join(jsoncodec.dumps(obj) for obj in page)
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
         chunk, separator = b"", b","
         page = await anext(pages, None)
@@ -112,7 +112,7 @@ async def stream_watch(
                 obj = event.object
                 if tabled:
                     obj = table(info, [obj], str(event.revision), include_object=include)
-                await out.write(orjson.dumps({"type": event.type, "object": obj}) + b"\n")
+                await out.write(jsoncodec.dumps({"type": event.type, "object": obj}) + b"\n")
                 request.count_watch_event()
         except APIError as exc:  # the stream has begun: errors travel as ERROR events
             error = {"type": "ERROR", "object": errors.status_body(exc)}

@@ -12,7 +12,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Validator
-from kubelite.api.kinds.validation import pods
+from kubelite.api.kinds.validation import jobpolicy, pods
 from kubelite.api.kinds.validation.fields import (
     IMMUTABLE,
     Obj,
@@ -246,6 +246,7 @@ def _job_spec_causes(spec: Obj, path: str) -> list[Cause]:
         causes.append(
             required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified")
         )
+    causes += jobpolicy.managed_by_causes(spec, path)
     mode = spec.get("completionMode")
     if mode is not None:
         if mode not in (_NON_INDEXED, _INDEXED):
@@ -256,12 +257,15 @@ def _job_spec_causes(spec: Obj, path: str) -> list[Cause]:
             )
         if mode == _INDEXED and spec.get("completions") is None:
             causes.append(required(f"{path}.completions", "when completion mode is Indexed"))
+        if mode == _INDEXED:
+            causes += jobpolicy.indexed_limit_causes(spec, path)
     if mode in (None, _NON_INDEXED):
         for name in ("backoffLimitPerIndex", "maxFailedIndexes"):
             if spec.get(name) is not None:
                 causes.append(
                     invalid(f"{path}.{name}", spec[name], "requires indexed completion mode")
                 )
+    causes += jobpolicy.policy_causes(spec, path, mode == _INDEXED)
     template = as_dict(spec.get("template"))
     meta = as_dict(template.get("metadata"))
     causes += label_causes(meta.get("labels"), f"{path}.template.labels")

@@ -490,8 +490,8 @@ def _template_causes(template: Any, path: str) -> list[Cause]:
     tmpl = _dict(template)
     meta = _dict(tmpl.get("metadata"))
     return (
-        label_causes(meta.get("labels"), f"{path}.metadata.labels")
-        + annotation_causes(meta.get("annotations"), f"{path}.metadata.annotations")
+        label_causes(meta.get("labels"), f"{path}.labels")
+        + annotation_causes(meta.get("annotations"), f"{path}.annotations")
         + pod_spec_causes(tmpl.get("spec"), f"{path}.spec")
         + in_template_causes(tmpl.get("spec"), f"{path}.spec")
     )
@@ -520,7 +520,6 @@ def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
 VALIDATORS: dict[Kind, Validator] = {
     ("", "Pod"): validate_pod,
     ("", "PodTemplate"): validate_pod_template,
-    ("", "ReplicationController"): validate_replication_controller,
 }
 
 __all__ = ["VALIDATORS", "pod_spec_causes", "resources_causes"]

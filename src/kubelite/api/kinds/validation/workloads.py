@@ -407,12 +407,59 @@ def validate_statefulset(obj: Obj, old: Obj | None) -> list[Cause]:
     return causes
 
 
+_READ_ONLY_PD = (
+    "must be true for replicated pods > 1; GCE PD can only be mounted on multiple machines if "
+    "it is read-only"
+)
+
+
+def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
+    """ValidateReplicationControllerSpec (core validation.go) with ValidatePodTemplateSpecForRC:
+    the selector (a plain map) required, the template matching it, read-only GCE disks when
+    replicated, restartPolicy Always and no activeDeadlineSeconds. The template's own checks
+    (ValidatePodTemplateSpec) are :func:`pods.validate_replication_controller`'s."""
+    spec = as_dict(obj.get("spec"))
+    causes = nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
+    selector = as_dict(spec.get("selector"))
+    if not selector:
+        causes.append(required("spec.selector"))
+    causes += nonnegative(spec.get("replicas"), "spec.replicas")
+    template = spec.get("template")
+    labels = as_dict(as_dict(template).get("metadata")).get("labels")
+    if template is not None and selector and mismatch({"matchLabels": selector}, labels):
+        causes.append(
+            invalid(
+                "spec.template.metadata.labels",
+                labels_value(labels),
+                "`selector` does not match template `labels`",
+            )
+        )
+    causes += pods.validate_replication_controller(obj, old)
+    if template is None:
+        return causes
+    replicas = spec.get("replicas")
+    if isinstance(replicas, int) and replicas > 1:
+        volumes = as_dict(as_dict(template).get("spec")).get("volumes")
+        for index, volume in enumerate(volumes if isinstance(volumes, list) else []):
+            disk = as_dict(volume).get("gcePersistentDisk")
+            if isinstance(disk, dict) and not disk.get("readOnly"):
+                causes.append(
+                    invalid(
+                        f"spec.template.spec.volumes[{index}].gcePersistentDisk.readOnly",
+                        False,
+                        _READ_ONLY_PD,
+                    )
+                )
+    return causes + _restart_always(as_dict(template), "ReplicationController")
+
+
 def _kinds() -> dict[Kind, Validator]:
     table: dict[Kind, Callable[[Obj, Obj | None], list[Cause]]] = {
         ("apps", "Deployment"): validate_deployment,
         ("apps", "ReplicaSet"): validate_replicaset,
         ("apps", "DaemonSet"): validate_daemonset,
         ("apps", "StatefulSet"): validate_statefulset,
+        ("", "ReplicationController"): validate_replication_controller,
     }
     return dict(table)
 
