@@ -81,6 +81,10 @@ def forbidden(path: str, detail: str) -> Cause:
     return Cause("FieldValueForbidden", "Forbidden" + (f": {detail}" if detail else ""), path)
 
 
+def duplicate(path: str, value: Any) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {render(value)}", path)
+
+
 def too_many(path: str, actual: int, most: int) -> Cause:
     items = "item" if most == 1 else "items"
     return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {most} {items}", path)
