@@ -762,3 +762,45 @@ def test_scheduling_gates_may_only_be_removed(server: Server) -> None:
     code, body = _put(server, gated)
     assert code == 200, body
     assert body["spec"]["nodeSelector"] == {"zone": "a", "disk": "ssd"}
+
+
+def test_match_label_keys_join_the_selector_of_a_new_pod(server: Server) -> None:
+    """kube's pod strategy adds ``key In (the pod's value)`` for each matchLabelKeys key the pod
+    has a label for (NotIn for mismatchLabelKeys), before validation."""
+    term = {
+        "topologyKey": "zone",
+        "labelSelector": {"matchLabels": {"app": "x"}},
+        "matchLabelKeys": ["tier"],
+        "mismatchLabelKeys": ["team"],
+    }
+    body = pod(
+        "joined",
+        affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+    body["metadata"]["labels"] = {"app": "x", "tier": "web", "team": "a"}
+    created = _created(server, body)
+    selector = created["spec"]["affinity"]["podAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ][0]["labelSelector"]
+    assert selector == {
+        "matchLabels": {"app": "x"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["web"]},
+            {"key": "team", "operator": "NotIn", "values": ["a"]},
+        ],
+    }
+    term = {
+        "topologyKey": "zone",
+        "labelSelector": {"matchLabels": {"tier": "web"}},
+        "matchLabelKeys": ["tier"],
+    }
+    body = pod(
+        "twice",
+        affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+    body["metadata"]["labels"] = {"tier": "web"}
+    code, status = server.request("POST", PODS, body)
+    assert (code, status.get("message")) == (
+        422,
+        f'Pod "twice" is invalid: {POD_TERM}[0]: Invalid value: "tier": exists in both matchLabelKeys and labelSelector',
+    )

@@ -257,6 +257,30 @@ def affinity_causes(affinity: Any, path: str) -> list[Cause]:
     return causes
 
 
+def apply_match_label_keys(pod: Obj) -> None:
+    """The pod strategy's mutatePodAffinity (PrepareForCreate): each pod affinity term's
+    ``matchLabelKeys`` (``mismatchLabelKeys``) the pod has a label for become ``In`` (``NotIn``)
+    requirements of its labelSelector."""
+    labels = as_dict(as_dict(pod.get("metadata")).get("labels"))
+    affinity = as_dict(as_dict(pod.get("spec")).get("affinity"))
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rules = as_dict(affinity.get(kind))
+        terms = [as_dict(w).get("podAffinityTerm") for w in as_list(rules.get(_PREFERRED))]
+        for term in terms + as_list(rules.get(_REQUIRED)):
+            selector = as_dict(term).get("labelSelector")
+            if not isinstance(selector, dict):
+                continue
+            for field_name, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+                for key in as_list(as_dict(term).get(field_name)):
+                    if isinstance(key, str) and key in labels:
+                        exprs = selector.setdefault("matchExpressions", [])
+                        exprs.append({"key": key, "operator": op, "values": [labels[key]]})
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
 # -- DNS, gates, spread ------------------------------------------------------------------------
 
 _SEARCH_FMT = "_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
@@ -514,6 +538,7 @@ def tail_causes(spec: Obj, path: str) -> list[Cause]:
 
 __all__ = [
     "affinity_causes",
+    "apply_match_label_keys",
     "dns_config_causes",
     "names_causes",
     "node_selector_causes",
