@@ -109,6 +109,11 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def as_int(value: Any) -> int | None:
+    """A JSON integer (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
-from kubelite.api.kinds.validation import podscheduling, podsecurity
+from kubelite.api.kinds.validation import poddns, podscheduling, podsecurity
 from kubelite.api.metavalidation import (
     annotation_causes,
     invalid,
@@ -640,7 +640,7 @@ def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
     causes += _init_containers_causes(
         _list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
     )
-    causes += _container_security_causes(spec, path)
+    causes += podsecurity.containers_security_causes(spec, path)
     restart = spec.get("restartPolicy")
     if isinstance(restart, str) and restart not in _RESTART_POLICIES:
         causes.append(
@@ -658,7 +658,7 @@ def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
     causes += label_causes(spec.get("nodeSelector"), f"{path}.nodeSelector")
     causes += podsecurity.pod_security_causes(spec, path)
     causes += podscheduling.placement_causes(spec, path)
-    causes += podsecurity.host_users_causes(spec, path) + podscheduling.names_causes(spec, path)
+    causes += podsecurity.host_users_causes(spec, path) + poddns.names_causes(spec, path)
     deadline = _int(spec.get("activeDeadlineSeconds"))
     if deadline is not None and not 1 <= deadline <= 2**31 - 1:
         causes.append(
@@ -676,18 +676,6 @@ def pod_spec_causes(spec: Any, path: str) -> list[Cause]:
     if isinstance(spec.get("overhead"), dict):
         causes += resources_causes({"limits": spec["overhead"]}, f"{path}.overhead")
     return causes + podsecurity.os_causes(spec, path)
-
-
-def _container_security_causes(spec: Obj, path: str) -> list[Cause]:
-    """ValidateSecurityContext of every container (kube checks it last in each container's
-    validateContainerCommon)."""
-    causes: list[Cause] = []
-    users = podsecurity.host_users(spec)
-    for key in ("containers", "initContainers"):
-        for index, ctr in enumerate(_list(spec.get(key))):
-            where = f"{path}.{key}[{index}]"
-            causes += podsecurity.container_security_causes(_dict(ctr), users, where)
-    return causes
 
 
 def _template_causes(template: Any, path: str) -> list[Cause]:

@@ -1,25 +1,25 @@
-"""Validation: where and how a pod is scheduled, and its DNS, in a pod spec
-(pkg/apis/core/validation).
+"""Validation: where and how a pod is scheduled, in a pod spec (pkg/apis/core/validation).
 
 Sources: kube-apiserver 1.37 ``pkg/apis/core/validation/validation.go``: ``validateAffinity``
 (``ValidateNodeSelector``, ``ValidateNodeSelectorRequirement``,
 ``ValidateNodeFieldSelectorRequirement``, ``ValidatePreferredSchedulingTerms``,
 ``validatePodAffinityTerm``, ``validateMatchLabelKeysAndMismatchLabelKeys``),
-``validatePodDNSConfig``, ``validateReadinessGates``, ``validateSchedulingGates``,
-``validateTopologySpreadConstraints``, ``ValidateTolerations``, ``ValidateHostAliases``, the
-name checks of ``ValidatePodSpec`` (serviceAccountName, nodeName, priorityClassName) and
-``ValidatePreemptionPolicy``; apimachinery's ``ValidateLabelSelector``.
-"""
+``validateReadinessGates``, ``validateSchedulingGates``, ``validateTopologySpreadConstraints``,
+``ValidateTolerations``, ``ValidatePodSpec``'s priorityClassName and runtimeClassName checks and
+``ValidatePreemptionPolicy``; apimachinery's ``ValidateLabelSelector``; and the pod strategy's
+``mutatePodAffinity`` (pkg/registry/core/pod/strategy.go). DNS and host names:
+:mod:`poddns`."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kubelite.api.errors import Cause
+from kubelite.api.kinds.validation import poddns
 from kubelite.api.kinds.validation.fields import (
     Typed,
     as_dict,
+    as_int,
     as_list,
     as_str,
     duplicate,
@@ -29,11 +29,9 @@ from kubelite.api.kinds.validation.fields import (
     required,
     selector_causes,
 )
-from kubelite.api.kinds.validation.networking import is_ip
 from kubelite.api.metavalidation import (
     label_value_errors,
     qualified_name_errors,
-    regex_error,
     subdomain_errors,
 )
 from kubelite.api.names import label_errors
@@ -44,10 +42,6 @@ _NOT_POSITIVE = "must be greater than zero"
 _INVALID_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 _WEIGHT = "must be in the range 1-100"
 _EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _label_name(name: str, path: str) -> list[Cause]:
@@ -138,7 +132,7 @@ def node_selector_causes(selector: Obj, path: str) -> list[Cause]:
 
 
 def _weight(term: Obj, path: str) -> list[Cause]:
-    weight = _int(term.get("weight"))
+    weight = as_int(term.get("weight"))
     if weight is not None and not 1 <= weight <= 100:
         return [invalid(f"{path}.weight", weight, _WEIGHT)]
     if weight is None:  # an absent weight is Go's 0
@@ -283,69 +277,6 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 # -- DNS, gates, spread ------------------------------------------------------------------------
 
-_SEARCH_FMT = "_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
-_SEARCH_FMT = f"{_SEARCH_FMT}(\\.{_SEARCH_FMT})*"
-_SEARCH_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' "
-    "or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _search_errors(search: str) -> list[str]:
-    """IsDNS1123SubdomainWithUnderscore (RelaxedDNSSearchValidation, GA)."""
-    errs = ["must be no more than 253 characters"] if len(search) > 253 else []
-    if not re.fullmatch(_SEARCH_FMT, search):
-        errs.append(regex_error(_SEARCH_MSG, _SEARCH_FMT, "example.com"))
-    return errs
-
-
-def dns_config_causes(spec: Obj, path: str) -> list[Cause]:
-    """validatePodDNSConfig."""
-    config = spec.get("dnsConfig")
-    at = f"{path}.dnsConfig"
-    if spec.get("dnsPolicy") == "None":
-        if not isinstance(config, dict):
-            return [required(at, "must provide `dnsConfig` when `dnsPolicy` is None")]
-        if not as_list(config.get("nameservers")):
-            return [
-                required(
-                    f"{at}.nameservers",
-                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
-                )
-            ]
-    if not isinstance(config, dict):
-        return []
-    causes: list[Cause] = []
-    servers = [as_str(s) for s in as_list(config.get("nameservers"))]
-    if len(servers) > 3:
-        causes.append(
-            invalid(f"{at}.nameservers", servers, "must not have more than 3 nameservers")
-        )
-    for i, server in enumerate(servers):
-        if not is_ip(server):
-            causes.append(invalid(f"{at}.nameservers[{i}]", server, _INVALID_IP))
-    searches = [as_str(s) for s in as_list(config.get("searches"))]
-    if len(searches) > 32:
-        causes.append(
-            invalid(f"{at}.searches", searches, "must not have more than 32 search paths")
-        )
-    if len(" ".join(searches)) > 2048:
-        causes.append(
-            invalid(
-                f"{at}.searches",
-                searches,
-                "must not have more than 2048 characters (including spaces) in the search list",
-            )
-        )
-    for i, search in enumerate(searches):
-        if search != ".":
-            trimmed = search.removesuffix(".")
-            causes += [invalid(f"{at}.searches[{i}]", trimmed, m) for m in _search_errors(trimmed)]
-    for i, option in enumerate(as_list(config.get("options"))):
-        if not as_str(as_dict(option).get("name")):
-            causes.append(required(f"{at}.options[{i}]", "must not be empty"))
-    return causes
-
 
 def gates_causes(spec: Obj, path: str) -> list[Cause]:
     """validateReadinessGates and validateSchedulingGates."""
@@ -370,7 +301,7 @@ def spread_causes(constraints: Any, path: str) -> list[Cause]:
     causes: list[Cause] = []
     for i, item in enumerate(items):
         at = f"{path}[{i}]"
-        skew = _int(item.get("maxSkew")) or 0
+        skew = as_int(item.get("maxSkew")) or 0
         if skew <= 0:
             causes.append(invalid(f"{at}.maxSkew", skew, _NOT_POSITIVE))
         key, action = as_str(item.get("topologyKey")), as_str(item.get("whenUnsatisfiable"))
@@ -391,7 +322,7 @@ def spread_causes(constraints: Any, path: str) -> list[Cause]:
                     duplicate(f"{at}.{{topologyKey, whenUnsatisfiable}}", f"{{{key}, {action}}}")
                 )
                 break
-        domains = _int(item.get("minDomains"))
+        domains = as_int(item.get("minDomains"))
         if domains is not None:
             if domains <= 0:
                 causes.append(invalid(f"{at}.minDomains", domains, _NOT_POSITIVE))
@@ -436,21 +367,11 @@ def _spread_label_keys(item: Obj, path: str) -> list[Cause]:
 def placement_causes(spec: Obj, path: str) -> list[Cause]:
     """What ValidatePodSpec checks from ``affinity`` to ``topologySpreadConstraints``."""
     causes = affinity_causes(spec.get("affinity"), f"{path}.affinity")
-    causes += dns_config_causes(spec, path)
+    causes += poddns.dns_config_causes(spec, path)
     causes += gates_causes(spec, path)
     return causes + spread_causes(
         spec.get("topologySpreadConstraints"), f"{path}.topologySpreadConstraints"
     )
-
-
-def names_causes(spec: Obj, path: str) -> list[Cause]:
-    """ValidateServiceAccountName and ValidateNodeName (DNS subdomains)."""
-    causes: list[Cause] = []
-    for key in ("serviceAccountName", "nodeName"):
-        value = as_str(spec.get(key))
-        if value:
-            causes += [invalid(f"{path}.{key}", value, m) for m in subdomain_errors(value)]
-    return causes
 
 
 # -- tolerations, host aliases, priority -------------------------------------------------------
@@ -500,24 +421,10 @@ def tolerations_causes(tolerations: Any, path: str) -> list[Cause]:
     return causes
 
 
-def host_aliases_causes(aliases: Any, path: str) -> list[Cause]:
-    """ValidateHostAliases."""
-    causes: list[Cause] = []
-    for i, raw in enumerate(as_list(aliases)):
-        alias = as_dict(raw)
-        ip = as_str(alias.get("ip"))
-        if not is_ip(ip):
-            causes.append(invalid(f"{path}[{i}].ip", ip, _INVALID_IP))
-        for j, name in enumerate(as_list(alias.get("hostnames"))):
-            at = f"{path}[{i}].hostnames[{j}]"
-            causes += [invalid(at, as_str(name), m) for m in subdomain_errors(as_str(name))]
-    return causes
-
-
 def tail_causes(spec: Obj, path: str) -> list[Cause]:
     """What ValidatePodSpec checks from ``tolerations`` to ``preemptionPolicy``."""
     causes = tolerations_causes(spec.get("tolerations"), f"{path}.tolerations")
-    causes += host_aliases_causes(spec.get("hostAliases"), f"{path}.hostAliases")
+    causes += poddns.host_aliases_causes(spec.get("hostAliases"), f"{path}.hostAliases")
     name = as_str(spec.get("priorityClassName"))
     if name:
         at = f"{path}.priorityClassName"
@@ -539,8 +446,6 @@ def tail_causes(spec: Obj, path: str) -> list[Cause]:
 __all__ = [
     "affinity_causes",
     "apply_match_label_keys",
-    "dns_config_causes",
-    "names_causes",
     "node_selector_causes",
     "placement_causes",
     "tail_causes",

@@ -26,6 +26,7 @@ from kubelite.api.kinds.validation.fields import (
     Struct,
     Typed,
     as_dict,
+    as_int,
     as_list,
     as_str,
     duplicate,
@@ -45,13 +46,9 @@ _PROC_MOUNTS = ["Default", "Unmasked"]
 _WINDOWS_POD = "cannot be set for a windows pod"
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _id_causes(value: Any, path: str) -> list[Cause]:
     """IsValidUserID / IsValidGroupID: 0 to MaxInt32."""
-    number = _int(value)
+    number = as_int(value)
     if number is None or 0 <= number <= 2**31 - 1:
         return []
     return [invalid(path, number, _ID_RANGE)]
@@ -346,6 +343,18 @@ def container_security_causes(ctr: dict[str, Any], host_users: bool, path: str) 
     return causes
 
 
+def containers_security_causes(spec: dict[str, Any], path: str) -> list[Cause]:
+    """ValidateSecurityContext of every container and init container (kube checks it last in
+    each container's validateContainerCommon; here after all of the containers' other rules)."""
+    causes: list[Cause] = []
+    users = host_users(spec)
+    for key in ("containers", "initContainers"):
+        for index, ctr in enumerate(as_list(spec.get(key))):
+            at = f"{path}.{key}[{index}]"
+            causes += container_security_causes(as_dict(ctr), users, at)
+    return causes
+
+
 def host_users(spec: dict[str, Any]) -> bool:
     """The pod shares the host's user namespace unless ``hostUsers`` is false."""
     return spec.get("hostUsers") is not False
@@ -445,6 +454,7 @@ def os_causes(spec: dict[str, Any], path: str) -> list[Cause]:
 __all__ = [
     "apparmor_causes",
     "container_security_causes",
+    "containers_security_causes",
     "host_users",
     "host_users_causes",
     "os_causes",

@@ -23,6 +23,7 @@ from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation import godiff, podtypes
 from kubelite.api.kinds.validation.fields import (
     as_dict,
+    as_int,
     as_list,
     as_str,
     forbidden,
@@ -39,10 +40,6 @@ UPDATABLE = (
     "`spec.tolerations` (only additions to existing tolerations)",
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
 )
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _container_updates(new: list[Any], old: list[Any], path: str) -> tuple[list[Cause], bool]:
@@ -63,7 +60,7 @@ def _container_updates(new: list[Any], old: list[Any], path: str) -> tuple[list[
 
 def _deadline_causes(new: Any, old: Any) -> list[Cause]:
     path = "spec.activeDeadlineSeconds"
-    new_value, old_value = _int(new), _int(old)
+    new_value, old_value = as_int(new), as_int(old)
     if new_value is not None:
         if not 0 <= new_value <= _MAX_INT32:
             return [invalid(path, new_value, f"must be between 0 and {_MAX_INT32}, inclusive")]
@@ -128,8 +125,8 @@ def _munged(new: Obj, old: Obj) -> tuple[Obj, list[Cause]]:
         if key in old:
             munged[key] = old[key]
     old_grace, new_grace = (
-        _int(old.get("terminationGracePeriodSeconds")),
-        _int(new.get("terminationGracePeriodSeconds")),
+        as_int(old.get("terminationGracePeriodSeconds")),
+        as_int(new.get("terminationGracePeriodSeconds")),
     )
     if old_grace is not None and old_grace < 0 and new_grace == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
