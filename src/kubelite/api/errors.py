@@ -106,8 +106,9 @@ def conflict(resource: str, group: str, name: str, why: str = MODIFIED) -> APIEr
 
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> APIError:
     """422 Invalid: ``<Kind[.group]> "<name>" is invalid: <field>: <message>[, ...]``. An empty
-    name is left out of ``details`` (kube's ``omitempty``): ``ListOptions.meta.k8s.io ""``."""
-    texts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    name is left out of ``details`` (kube's ``omitempty``): ``ListOptions.meta.k8s.io ""``. The
+    message lists a repeated error once (ErrorList.ToAggregate); ``details.causes`` keeps all."""
+    texts = list(dict.fromkeys(f"{c.field}: {c.message}" if c.field else c.message for c in causes))
     joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return APIError(
         422,

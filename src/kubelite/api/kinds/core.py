@@ -37,7 +37,8 @@ class PodStrategy(BuiltinStrategy):
     """Pods: generation moves on spec changes (1.33+), DELETE answers the pod, and /status
     cannot touch ownerReferences (kube guards them against old kubelets). A new pod's status is
     the server's: phase Pending, its QoS class, and PodScheduled False while scheduling gates
-    hold it (kube's podStrategy.PrepareForCreate)."""
+    hold it; pod affinity terms' matchLabelKeys join their selectors (kube's
+    podStrategy.PrepareForCreate)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -47,9 +48,11 @@ class PodStrategy(BuiltinStrategy):
         )
 
     def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
-        from kubelite.api.kinds.defaults.pods import pod_qos  # this class's only import
+        from kubelite.api.kinds.defaults.pods import pod_qos  # this class's only imports
+        from kubelite.api.kinds.validation.podscheduling import apply_match_label_keys
 
         super().prepare_for_create(info, obj)
+        apply_match_label_keys(obj)
         status: Obj = {"phase": "Pending", "qosClass": pod_qos(obj)}
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("schedulingGates"):

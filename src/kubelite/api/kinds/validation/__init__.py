@@ -8,9 +8,10 @@ from kubelite.api.kinds.validation import (
     configdata,
     networking,
     pods,
+    podupdate,
     rbac,
     services,
     workloads,
 )
 
-MODULES = (pods, configdata, workloads, services, batch, networking, rbac)
+MODULES = (pods, podupdate, configdata, workloads, services, batch, networking, rbac)

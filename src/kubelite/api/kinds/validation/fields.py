@@ -81,6 +81,10 @@ def forbidden(path: str, detail: str) -> Cause:
     return Cause("FieldValueForbidden", "Forbidden" + (f": {detail}" if detail else ""), path)
 
 
+def duplicate(path: str, value: Any) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {render(value)}", path)
+
+
 def too_many(path: str, actual: int, most: int) -> Cause:
     items = "item" if most == 1 else "items"
     return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {most} {items}", path)
@@ -103,6 +107,11 @@ def as_dict(value: Any) -> Obj:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int | None:
+    """A JSON integer (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def as_str(value: Any) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
+from kubelite.api.kinds.validation import poddns, podscheduling, podsecurity
 from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
 from kubelite.api.kinds.validation.podephemeral import in_template_causes, on_create_causes
 from kubelite.api.kinds.validation.podmounts import mount_causes
@@ -450,6 +451,7 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
     causes += _init_containers_causes(
         _list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
     )
+    causes += podsecurity.containers_security_causes(spec, path)
     restart = spec.get("restartPolicy")
     if isinstance(restart, str) and restart not in _RESTART_POLICIES:
         causes.append(
@@ -464,11 +466,10 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
             if not dns
             else _not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES)
         )
-    if dns == "None" and not isinstance(spec.get("dnsConfig"), dict):
-        causes.append(
-            _required(f"{path}.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")
-        )
     causes += label_causes(spec.get("nodeSelector"), f"{path}.nodeSelector")
+    causes += podsecurity.pod_security_causes(spec, path)
+    causes += podscheduling.placement_causes(spec, path)
+    causes += podsecurity.host_users_causes(spec, path) + poddns.names_causes(spec, path)
     deadline = _int(spec.get("activeDeadlineSeconds"))
     if deadline is not None and not 1 <= deadline <= 2**31 - 1:
         causes.append(
@@ -482,7 +483,10 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
         value = _str(spec.get(key))
         if value:
             causes += _label(value, f"{path}.{key}")
-    return causes
+    causes += podscheduling.tail_causes(spec, path)
+    if isinstance(spec.get("overhead"), dict):
+        causes += resources_causes({"limits": spec["overhead"]}, f"{path}.overhead")
+    return causes + podsecurity.os_causes(spec, path)
 
 
 def _template_causes(template: Any, path: str) -> list[Cause]:
