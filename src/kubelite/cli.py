@@ -56,6 +56,24 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the address the kubeconfig names (default: the bind address; 127.0.0.1 for 0.0.0.0)",
     )
+    s.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=800,
+        help="read-only requests served at once, beyond which 429 (0: no limit; watches exempt)",
+    )
+    s.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=400,
+        help="mutating requests served at once, beyond which 429 (0: no limit)",
+    )
+    s.add_argument(
+        "--request-timeout",
+        type=_duration,
+        default=60.0,
+        help="how long a request (not a watch) may take, body included, e.g. 1m0s or 30s",
+    )
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
@@ -97,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         from kubelite.api.kinds.allocation import ServiceRanges
+        from kubelite.server.overload import Limits
         from kubelite.server.serve import ServeOptions, serve
         from kubelite.server.startup import StartupError
 
@@ -117,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
             service_ranges=ranges,
             tls_sans=tuple(n for names in args.tls_san for n in names.split(",") if n),
             advertise_address=args.advertise_address,
+            limits=Limits(
+                args.max_requests_inflight,
+                args.max_mutating_requests_inflight,
+                args.request_timeout,
+            ),
         )
         try:
             uvloop.run(serve(options))
@@ -174,3 +198,20 @@ def _version() -> str:
     from kubelite import __version__
 
     return __version__
+
+
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration(text: str) -> float:
+    """Seconds from a Go duration (``1m0s``, ``30s``, ``500ms``) or a plain number of seconds."""
+    import re
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)

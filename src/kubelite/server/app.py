@@ -9,7 +9,9 @@ from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
 from kubelite.server.filters import Auditor, Authenticator, Authorizer, Metrics, build_chain
 from kubelite.server.handlers import Handlers
+from kubelite.server.healthz import Health
 from kubelite.server.messages import Receive, Request, Scope, Send
+from kubelite.server.overload import Limits
 from kubelite.server.routes import Routes
 
 
@@ -23,18 +25,23 @@ class KubeliteApp:
         authorizer: Authorizer | None = None,
         auditor: Auditor | None = None,
         metrics: Metrics | None = None,
+        limits: Limits | None = None,
+        health: Health | None = None,
+        shutting_down: asyncio.Event | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
-        #: set when the server stops: open watch streams end
-        self.shutting_down = asyncio.Event()
-        routes = Routes(registry, catalogue, Handlers(self.shutting_down))
+        #: set when the server stops: open watch streams end, /readyz fails
+        self.shutting_down = shutting_down or asyncio.Event()
+        health = health or Health.standard(registry.store, _synced, self.shutting_down)
+        routes = Routes(registry, catalogue, Handlers(self.shutting_down), health)
         self.handle = build_chain(
             routes,
             authenticator=authenticator,
             authorizer=authorizer,
             auditor=auditor,
             metrics=metrics,
+            limits=limits,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -49,3 +56,8 @@ class KubeliteApp:
         if scope["type"] != "http":
             return
         await self.handle(Request(scope, receive), send)
+
+
+async def _synced() -> None:
+    """informer-sync for an app built without controllers."""
+    return

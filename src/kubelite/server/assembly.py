@@ -9,6 +9,7 @@ plane installs each group's storages); the generic modules never import the kind
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from kubelite.api.kinds.namespaces import (
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
+from kubelite.server.healthz import CheckFailed, Health
+from kubelite.server.overload import Limits
 from kubelite.storage import Store, StoreOptions, open_store
 
 
@@ -62,11 +65,13 @@ async def assemble(
     watch_cache_options: dict[str, Any] | None = None,
     namespace_controller_options: dict[str, Any] | None = None,
     service_ranges: ServiceRanges | None = None,
+    limits: Limits | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
     request is the administrator's, and no service account tokens are issued);
-    ``service_ranges`` the Service IP and node port ranges (default kube's)."""
+    ``service_ranges`` the Service IP and node port ranges (default kube's); ``limits`` the
+    max-in-flight and request timeout limits (default kube's)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
     ranges = service_ranges or ServiceRanges()
@@ -88,7 +93,16 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
-    app = KubeliteApp(registry, catalogue, authenticator)
+    stopping = asyncio.Event()
+
+    async def informers_synced() -> None:
+        if not crd_controller.following():
+            raise CheckFailed("the CRD controller is not following the store")
+
+    health = Health.standard(store, informers_synced, stopping)
+    app = KubeliteApp(
+        registry, catalogue, authenticator, limits=limits, health=health, shutting_down=stopping
+    )
     return Assembly(
         store,
         catalogue,

@@ -11,8 +11,8 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
 from kubelite.server import discovery, openapi
-from kubelite.server.filters import HEALTH_PATHS
 from kubelite.server.handlers import Handlers, Target
+from kubelite.server.healthz import Health
 from kubelite.server.messages import Request, Send, send_json
 
 COMPACT_PATH = "/kubelite/v1/compact"
@@ -23,25 +23,21 @@ ALL_NAMESPACES_VERBS = frozenset({"list", "watch"})
 
 
 class Routes:
-    def __init__(self, registry: Registry, catalogue: Catalogue, handlers: Handlers) -> None:
+    def __init__(
+        self, registry: Registry, catalogue: Catalogue, handlers: Handlers, health: Health
+    ) -> None:
         self.registry = registry
         self.catalogue = catalogue
         self.handlers = handlers
+        self.health = health
 
     async def __call__(self, request: Request, send: Send) -> None:
         if request.info.is_resource_request:
             await self.handlers.serve(request, send, self.target(request))
             return
         path = request.path.rstrip("/") or "/"
-        if path in HEALTH_PATHS:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"text/plain")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"ok"})
+        if self.health.handles(path):
+            await self.health.serve(request, send, path)
             return
         if path == "/version":
             await send_json(send, 200, discovery.version())

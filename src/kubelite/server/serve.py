@@ -23,6 +23,7 @@ from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
 from kubelite.server.credentials import share_credentials
 from kubelite.server.http import serve_http
+from kubelite.server.overload import Limits
 from kubelite.server.startup import bind, hold_data_dir, open_store_checked, private_file
 from kubelite.server.tls import ServingFiles, ensure_ca, ensure_serving_files
 from kubelite.storage import StoreOptions
@@ -41,6 +42,7 @@ class ServeOptions:
     service_ranges: ServiceRanges = field(default_factory=ServiceRanges)
     tls_sans: tuple[str, ...] = ()
     advertise_address: str | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -142,7 +144,9 @@ async def _serve(options: ServeOptions, data_dir: Path, sock: socket.socket) -> 
         host = advertised_host(options)
         names = (*options.tls_sans, host)
         tls = ensure_serving_files(data_dir, options.bind_address, names)
-        server = await assemble(store, token=token, service_ranges=options.service_ranges)
+        server = await assemble(
+            store, token=token, service_ranges=options.service_ranges, limits=options.limits
+        )
         try:
             port = sock.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
