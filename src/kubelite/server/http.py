@@ -88,11 +88,14 @@ class _Embedded(Server):
         )
         self.workers_kill_timeout = DRAIN_SECONDS  # then in-flight requests are cut
         self._sock = sock
+        #: granian's SocketHolder owns the descriptor once made, and closes it when it stops
+        self.owns_socket = False
 
     def _init_shared_socket(self) -> None:
         self._ssp = None
         # SocketHolder(fd, is_uds, backlog): granian's own pickling constructor (not in its stub).
         self._shd = SocketHolder(self._sock.fileno(), False, BACKLOG)  # type: ignore[call-arg,assignment]
+        self.owns_socket = True
 
 
 async def serve_http(
@@ -112,5 +115,7 @@ async def serve_http(
     try:
         await server.serve()
     finally:
+        if server.owns_socket:  # closed by granian: closing it again would be EBADF (or worse,
+            sock.detach()  # close whatever file reused the number)
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
