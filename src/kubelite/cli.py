@@ -81,6 +81,24 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="the audit.k8s.io/v1 Policy that picks each request's level",
     )
+    s.add_argument(
+        "--max-requests-inflight",
+        type=int,
+        default=800,
+        help="read-only requests served at once, beyond which 429 (0: no limit; watches exempt)",
+    )
+    s.add_argument(
+        "--max-mutating-requests-inflight",
+        type=int,
+        default=400,
+        help="mutating requests served at once, beyond which 429 (0: no limit)",
+    )
+    s.add_argument(
+        "--request-timeout",
+        type=_duration,
+        default=60.0,
+        help="how long a request (not a watch) may take, body included, e.g. 1m0s or 30s",
+    )
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
@@ -120,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
 
         from kubelite.api.kinds.allocation import ServiceRanges
         from kubelite.server import logs
-
-        logs.configure(args.log_level, args.log_format)
+        from kubelite.server.overload import Limits
         from kubelite.server.serve import ServeOptions, serve
         from kubelite.server.startup import StartupError
+
+        logs.configure(args.log_level, args.log_format)
 
         try:
             ranges = ServiceRanges.parse(
@@ -145,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
             metrics=args.metrics,
             audit_log_path=args.audit_log_path,
             audit_policy_file=args.audit_policy_file,
+            limits=Limits(
+                args.max_requests_inflight,
+                args.max_mutating_requests_inflight,
+                args.request_timeout,
+            ),
         )
         try:
             uvloop.run(serve(options))
@@ -205,3 +229,20 @@ def _version() -> str:
     from kubelite import __version__
 
     return __version__
+
+
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration(text: str) -> float:
+    """Seconds from a Go duration (``1m0s``, ``30s``, ``500ms``) or a plain number of seconds."""
+    import re
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)

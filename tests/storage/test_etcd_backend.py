@@ -75,9 +75,9 @@ def test_bad_url_is_a_clear_error(rest: str, message: str) -> None:
 
 
 async def test_unreachable_etcd_is_unavailable_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kubelite.storage.etcd import endpoints, store
+    from kubelite.storage.etcd import endpoints
 
-    monkeypatch.setattr(store, "OPERATION_TIMEOUT", 1.0)
+    monkeypatch.setattr(endpoints, "OPERATION_TIMEOUT", 1.0)
     monkeypatch.setattr(endpoints, "ATTEMPT_TIMEOUT", 0.5)
     from etcdcluster import free_ports
 

@@ -17,7 +17,9 @@ from kubelite.server.filters import (
     build_chain,
 )
 from kubelite.server.handlers import Handlers
+from kubelite.server.healthz import Health
 from kubelite.server.messages import Receive, Request, Scope, Send
+from kubelite.server.overload import Limits
 from kubelite.server.routes import Routes
 
 
@@ -33,12 +35,17 @@ class KubeliteApp:
         metrics: Metrics | None = None,
         request_log: RequestLog | None = None,
         metrics_document: Callable[[], Awaitable[bytes]] | None = None,
+        limits: Limits | None = None,
+        health: Health | None = None,
+        shutting_down: asyncio.Event | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
-        #: set when the server stops: open watch streams end
-        self.shutting_down = asyncio.Event()
-        routes = Routes(registry, catalogue, Handlers(self.shutting_down), metrics_document)
+        #: set when the server stops: open watch streams end, /readyz fails
+        self.shutting_down = shutting_down or asyncio.Event()
+        health = health or Health.standard(registry.store, _synced, self.shutting_down)
+        handlers = Handlers(self.shutting_down)
+        routes = Routes(registry, catalogue, handlers, health, metrics_document)
         self.handle = build_chain(
             routes,
             authenticator=authenticator,
@@ -46,6 +53,7 @@ class KubeliteApp:
             auditor=auditor,
             metrics=metrics,
             request_log=request_log,
+            limits=limits,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -60,3 +68,8 @@ class KubeliteApp:
         if scope["type"] != "http":
             return
         await self.handle(Request(scope, receive), send)
+
+
+async def _synced() -> None:
+    """informer-sync for an app built without controllers."""
+    return

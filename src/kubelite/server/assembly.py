@@ -9,6 +9,7 @@ plane installs each group's storages); the generic modules never import the kind
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -35,8 +36,10 @@ from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
+from kubelite.server.healthz import CheckFailed, Health
 from kubelite.server.httplog import request_logger
 from kubelite.server.metrics import APIMetrics
+from kubelite.server.overload import Limits
 from kubelite.storage import Store, StoreOptions, open_store
 from kubelite.storage.timed import TimedStore
 
@@ -75,13 +78,15 @@ async def assemble(
     service_ranges: ServiceRanges | None = None,
     metrics: bool = True,
     audit: AuditLog | None = None,
+    limits: Limits | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
     request is the administrator's, and no service account tokens are issued);
     ``service_ranges`` the Service IP and node port ranges (default kube's); ``metrics``:
     serve ``/metrics`` and time the store's calls; ``audit``: the audit log (its opener
-    closes it). The request log line is on when debug logging is."""
+    closes it); ``limits`` the max-in-flight and request timeout limits (default kube's). The
+    request log line is on when debug logging is."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -111,6 +116,12 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
+    stopping = asyncio.Event()
+
+    async def informers_synced() -> None:
+        if not crd_controller.following():
+            raise CheckFailed("the CRD controller is not following the store")
+
     app = KubeliteApp(
         registry,
         catalogue,
@@ -119,6 +130,9 @@ async def assemble(
         metrics=api_metrics,
         request_log=request_logger(),
         metrics_document=None if api_metrics is None else api_metrics.exposition,
+        limits=limits,
+        health=Health.standard(backing, informers_synced, stopping),
+        shutting_down=stopping,
     )
     return Assembly(
         backing,

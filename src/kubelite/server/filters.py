@@ -1,8 +1,8 @@
 """The filter chain in front of routing, each concern one wrapper in a fixed order (kube-apiserver's
 DefaultBuildHandlerChain):
 
-    audit init -> recovery -> request info -> http log -> metrics -> authentication -> audit
-    -> authorization -> routes
+    audit init -> recovery -> request info -> http log -> metrics -> timeout -> authentication
+    -> audit -> max in flight -> authorization -> routes
 
 - **audit init** gives the request its audit ID (the client's ``Audit-ID`` header, else a new
   UUID) and receipt time, and returns the ID in every response's ``Audit-Id`` header
@@ -17,6 +17,8 @@ DefaultBuildHandlerChain):
 - **authentication** sets ``request.user``: a bearer token must be valid on every path (401
   otherwise); a request without one is ``system:anonymous``, allowed only on the public paths
   (``/healthz``, ``/livez``, ``/readyz``, ``/version``) and refused with 401 elsewhere.
+- **timeout** and **max in flight** are kube's overload limits
+  (:mod:`kubelite.server.overload`).
 - **metrics**, **audit** and **authorization** are slots: each takes an object
   (:class:`Metrics`, :class:`Auditor`, :class:`Authorizer`) and passes requests through
   untouched when it has none. :mod:`.metrics` and :mod:`.audit` fill the first two.
@@ -37,6 +39,7 @@ from kubelite.api.authn import ANONYMOUS, User
 from kubelite.api.errors import APIError
 from kubelite.api.request import RequestInfo
 from kubelite.server.messages import Request, Send, send_error
+from kubelite.server.overload import Limits, with_max_in_flight, with_timeout
 from kubelite.server.requestinfo import request_info
 from kubelite.storage import Unavailable
 
@@ -321,11 +324,15 @@ def build_chain(
     auditor: Auditor | None = None,
     metrics: Metrics | None = None,
     request_log: RequestLog | None = None,
+    limits: Limits | None = None,
 ) -> Handler:
     """The whole chain around ``routes``, outermost first as listed in the module docstring."""
+    limits = limits or Limits()
     handler = with_authorization(routes, authorizer)
+    handler = with_max_in_flight(handler, limits)
     handler = with_audit(handler, auditor)
     handler = with_authentication(handler, authenticator)
+    handler = with_timeout(handler, limits)
     handler = with_metrics(handler, metrics)
     handler = with_request_log(handler, request_log)
     handler = with_request_info(handler)

@@ -6,6 +6,14 @@ the same TLS certificate, it served 1.5x the conflict-checked PUTs and 1.9x the 
 (docs/benchmarks.md), so it is the stack the benchmark favours. bench/echo_app.py measures the
 ceiling on this same function.
 
+**Connections.** granian serves at most ``backpressure`` connections per worker at once and
+leaves the rest in the listen backlog; its default (the backlog, 2,048) let 2,048 idle watches
+or stalled clients lock everyone else out. kube-apiserver (Go's net/http) has no such cap, only
+its own limits in the filter chain (max in flight, request timeout: :mod:`.overload`), and Go
+raises its open-file limit to the hard limit at start. So do we, and the cap is that limit: a
+connection needs a file descriptor anyway. A client that connects and sends no complete request
+headers is dropped after ``HEADER_READ_SECONDS`` (kube's ReadHeaderTimeout, 32 s).
+
 We bind the listening socket ourselves (so ``--port 0`` works and the real port is known before
 the kubeconfig is written) and hand granian its file descriptor. HTTP/1.1 only, as before:
 every client kubelite targets speaks it, and one mode is one set of behaviours to test.
@@ -14,6 +22,7 @@ every client kubelite targets speaks it, and one mode is one set of behaviours t
 from __future__ import annotations
 
 import asyncio
+import resource
 import signal
 import socket
 from collections.abc import Callable
@@ -21,11 +30,13 @@ from typing import Any
 
 from granian._granian import SocketHolder
 from granian.constants import HTTPModes, Interfaces, SSLProtocols
+from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
 from kubelite.server.tls import ServingFiles
 
 BACKLOG = 2048
+HEADER_READ_SECONDS = 32
 DRAIN_SECONDS = 10
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -41,6 +52,20 @@ def listen(address: str, port: int) -> socket.socket:
     return sock
 
 
+def raise_open_file_limit() -> int:
+    """Raise the soft limit on open files to the hard limit, as Go does at start; returns it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        hard = max(soft, 1 << 20)
+    if soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
 class _Embedded(Server):
     """granian's embedded server on a socket we bound (granian would bind its own)."""
 
@@ -54,6 +79,8 @@ class _Embedded(Server):
             http=HTTPModes.http1,
             websockets=False,
             backlog=BACKLOG,
+            backpressure=max(BACKLOG, raise_open_file_limit()),
+            http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_SECONDS * 1000),
             log_enabled=False,
             ssl_cert=tls.cert,
             ssl_key=tls.key,
@@ -61,11 +88,14 @@ class _Embedded(Server):
         )
         self.workers_kill_timeout = DRAIN_SECONDS  # then in-flight requests are cut
         self._sock = sock
+        #: granian's SocketHolder owns the descriptor once made, and closes it when it stops
+        self.owns_socket = False
 
     def _init_shared_socket(self) -> None:
         self._ssp = None
         # SocketHolder(fd, is_uds, backlog): granian's own pickling constructor (not in its stub).
         self._shd = SocketHolder(self._sock.fileno(), False, BACKLOG)  # type: ignore[call-arg,assignment]
+        self.owns_socket = True
 
 
 async def serve_http(
@@ -85,8 +115,9 @@ async def serve_http(
         await _serve_until_stopped(server, loop, on_stop, stop)
     finally:
         # granian closed the descriptor it was handed: the socket object must not close it again
-        # (by then the number may be another file's).
-        sock.detach()
+        # (EBADF, or worse: by then the number may be another file's).
+        if server.owns_socket:
+            sock.detach()
 
 
 async def _serve_until_stopped(

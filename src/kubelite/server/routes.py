@@ -14,8 +14,8 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
 from kubelite.server import discovery, openapi
-from kubelite.server.filters import HEALTH_PATHS
 from kubelite.server.handlers import Handlers, Target
+from kubelite.server.healthz import Health
 from kubelite.server.messages import Request, Send, send_json
 
 COMPACT_PATH = "/kubelite/v1/compact"
@@ -33,11 +33,13 @@ class Routes:
         registry: Registry,
         catalogue: Catalogue,
         handlers: Handlers,
+        health: Health,
         metrics: Callable[[], Awaitable[bytes]] | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
         self.handlers = handlers
+        self.health = health
         #: the ``/metrics`` document (none: the path is not served)
         self.metrics = metrics
 
@@ -46,15 +48,8 @@ class Routes:
             await self.handlers.serve(request, send, self.target(request))
             return
         path = request.path.rstrip("/") or "/"
-        if path in HEALTH_PATHS:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", b"text/plain")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"ok"})
+        if self.health.handles(path):
+            await self.health.serve(request, send, path)
             return
         if path == "/version":
             await send_json(send, 200, discovery.version())

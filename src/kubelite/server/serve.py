@@ -28,6 +28,7 @@ from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
 from kubelite.server.credentials import share_credentials
 from kubelite.server.http import serve_http
+from kubelite.server.overload import Limits
 from kubelite.server.startup import (
     StartupError,
     bind,
@@ -56,6 +57,7 @@ class ServeOptions:
     metrics: bool = True
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -202,6 +204,7 @@ async def _serve(
             service_ranges=options.service_ranges,
             metrics=options.metrics,
             audit=audit,
+            limits=options.limits,
         )
         try:
             port = sock.getsockname()[1]

@@ -183,6 +183,12 @@ class Store(abc.ABC):
     async def close(self) -> None:
         """Finish acknowledged work, end every watch and release the backend."""
 
+    async def check(self) -> None:
+        """Raise ``Unavailable``, saying why, when the store is not answering: what the server's
+        ``etcd`` health check reports (kube-apiserver's, for every backend). Quick: callers
+        serve /livez and /readyz from it. This default asks for the current revision."""
+        await self.current_revision()
+
     async def __aenter__(self) -> Store:
         return self
 

@@ -78,6 +78,10 @@ class CRDController:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def following(self) -> bool:
+        """Started (every stored CRD served) and following changes: kube's informer-sync."""
+        return self._task is not None and not self._task.done()
+
     async def caught_up(self, revision: int) -> None:
         """Return once the controller has applied every CRD change up to ``revision``."""
         async with self._seen:

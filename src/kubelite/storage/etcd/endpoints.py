@@ -16,6 +16,16 @@ Whether a call may be retried depends on what the failure says about it (:func:`
   caller re-reads the key first (see ``EtcdStore._txn``).
 - ``REJECTED``: etcd answered and refused (too large, out of space, compacted, future revision):
   definite, not retried.
+
+**Outages fail fast.** A short blip (a leader election, a member restarting or failing over) is
+ridden out by the retries above. But once no member has answered any call for ``OUTAGE_AFTER``
+seconds (etcd paused, partitioned, or without quorum), an operation gets one short try
+(``DOWN_TRY``) instead of retrying for ``OPERATION_TIMEOUT``, and one already retrying gives up:
+requests are answered in seconds (kube-apiserver's etcd client gives up on the request's
+context), not after every retry of every client. The store's health prober
+(``EtcdStore._watch_health``, kube's etcd health check: a quorum read of ``<prefix>/health``
+every second) keeps :attr:`Endpoints.last_answer` fresh while etcd is idle and notices it
+coming back within a second.
 """
 
 from __future__ import annotations
@@ -45,6 +55,10 @@ DEFAULT_PREFIX = "/kubelite"
 # operation, with its retries on other members, this long in all.
 ATTEMPT_TIMEOUT = 5.0
 OPERATION_TIMEOUT = 20.0
+# No member answered for this long: etcd is out, and calls fail fast until one answers again.
+OUTAGE_AFTER = 5.0
+# While etcd is out, an operation still gets one try this long (it may have just come back).
+DOWN_TRY = 1.0
 BACKOFF_FIRST, BACKOFF_MAX = 0.02, 0.5
 
 # Ask etcd to refuse (rather than hang) while the member has no leader: a member cut off from
@@ -175,11 +189,42 @@ class Endpoints:
         self.members = [Member(i, host, port) for i, (host, port) in enumerate(endpoints)]
         self._current = 0
         self.closed = False
+        #: loop time of the last call any member answered (set on connect)
+        self.last_answer = 0.0
 
     async def connect(self) -> None:
         """Make every member's channel (gRPC connects lazily, on a channel's first call)."""
         for member in self.members:
             await member.connect()
+        self.answered()
+
+    def answered(self) -> None:
+        """A member answered a call: etcd is up."""
+        self.last_answer = asyncio.get_running_loop().time()
+
+    def silent_for(self) -> float:
+        """Seconds since any member last answered."""
+        return asyncio.get_running_loop().time() - self.last_answer
+
+    def down(self) -> bool:
+        """No member has answered for ``OUTAGE_AFTER``: calls should fail fast."""
+        return self.silent_for() > OUTAGE_AFTER
+
+    def deadline(self) -> float:
+        """When an operation starting now gives up (loop time): ``OPERATION_TIMEOUT`` from now,
+        or ``DOWN_TRY`` while etcd is out."""
+        return asyncio.get_running_loop().time() + (DOWN_TRY if self.down() else OPERATION_TIMEOUT)
+
+    def give_up(self, deadline: float) -> bool:
+        """A call failed: stop retrying? At the deadline, or once etcd is out."""
+        return asyncio.get_running_loop().time() >= deadline or self.down()
+
+    def outage(self, what: str, exc: BaseException) -> Unavailable:
+        if self.down():
+            return Unavailable(
+                f"{what}: etcd has not answered for {self.silent_for():.0f}s ({describe(exc)})"
+            )
+        return Unavailable(f"{what}: no etcd member answered in time ({describe(exc)})")
 
     async def current(self) -> Member:
         return self.members[self._current]
@@ -213,15 +258,19 @@ class Endpoints:
                 raise Unavailable("store is closed")
             member = await self.current()
             try:
-                return await call(member, min(ATTEMPT_TIMEOUT, max(deadline - loop.time(), 0.01)))
+                result = await call(member, min(ATTEMPT_TIMEOUT, max(deadline - loop.time(), 0.01)))
             except grpc.aio.AioRpcError as exc:
                 if classify(exc) is Failure.REJECTED:
+                    self.answered()
                     raise
                 self.failed(member, exc)
-                if loop.time() >= deadline:
-                    raise Unavailable(f"{what}: no etcd member answered in time ({describe(exc)})")
+                if self.give_up(deadline):
+                    raise self.outage(what, exc)
                 await backoff(attempt)
                 attempt += 1
+            else:
+                self.answered()
+                return result
 
 
 async def backoff(attempt: int) -> None:

@@ -48,7 +48,6 @@ from kubelite.storage.errors import (
 )
 from kubelite.storage.etcd.endpoints import (
     ATTEMPT_TIMEOUT,
-    OPERATION_TIMEOUT,
     REQUIRE_LEADER,
     Endpoints,
     EtcdURL,
@@ -80,6 +79,12 @@ Unchanged = Callable[[Any], bool]
 
 _MOD, _VERSION, _EQUAL = rpc.Compare.MOD, rpc.Compare.VERSION, rpc.Compare.EQUAL
 
+# The health prober's key (kube's is path.Join("/", prefix, "health")), period and timeout
+# (storagebackend's DefaultHealthcheckTimeout).
+HEALTH_KEY = "/health"
+PROBE_INTERVAL = 1.0
+PROBE_TIMEOUT = 2.0
+
 
 class EtcdStore(Store):
     """Open with ``await EtcdStore.open(EtcdURL.parse("h1:2379,h2:2379"))``."""
@@ -99,6 +104,7 @@ class EtcdStore(Store):
         self._policy = CompactionPolicy(options.retention_seconds, options.min_retained_revisions)
         self._reads = ReadBatcher(self._range, self._read_txn)
         self._closed = False
+        self._health_error: str | None = None
 
     @classmethod
     async def open(cls, url: EtcdURL, options: StoreOptions | None = None) -> EtcdStore:
@@ -110,6 +116,7 @@ class EtcdStore(Store):
             await self.endpoints.close()
             raise
         self._compact_version = self._probe_version
+        self._spawn(self._watch_health())
         if self.options.compaction_interval_seconds > 0:
             self._spawn(self._auto_compact())
         return self
@@ -120,7 +127,38 @@ class EtcdStore(Store):
         task.add_done_callback(self._tasks.discard)
 
     def _deadline(self) -> float:
-        return asyncio.get_running_loop().time() + OPERATION_TIMEOUT
+        return self.endpoints.deadline()
+
+    # -- health --------------------------------------------------------------------------------
+
+    async def check(self) -> None:
+        """kube-apiserver's etcd health check: the last probe's answer (a quorum read of
+        ``<prefix>/health`` every ``PROBE_INTERVAL``, each given ``PROBE_TIMEOUT``, as
+        storagebackend/factory/etcd3.go's prober with its 2 s health check timeout)."""
+        if self._closed:
+            raise Unavailable("closed")
+        if self._health_error is not None:
+            raise Unavailable(self._health_error)
+
+    async def _watch_health(self) -> None:
+        while True:
+            self._health_error = await self._probe_health()
+            await asyncio.sleep(PROBE_INTERVAL)
+
+    async def _probe_health(self) -> str | None:
+        """One try on the current member (failing over when it does not answer); None when
+        it answered, else kube's error text."""
+        member = await self.endpoints.current()
+        request = rpc.RangeRequest(key=self.keys.key(HEALTH_KEY))
+        try:
+            await member.kv.Range(request, timeout=PROBE_TIMEOUT, metadata=REQUIRE_LEADER)
+        except grpc.aio.AioRpcError as exc:
+            self.endpoints.failed(member, exc)
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return "error getting data from etcd: context deadline exceeded"
+            return f"error getting data from etcd: {exc.details() or exc.code().name}"
+        self.endpoints.answered()
+        return None
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -340,17 +378,19 @@ class EtcdStore(Store):
             except grpc.aio.AioRpcError as exc:
                 failure = classify(exc)
                 if failure is Failure.REJECTED:
+                    self.endpoints.answered()
                     raise Unavailable(f"etcd refused the write of {key!r}: {describe(exc)}")
                 self.endpoints.failed(member, exc)
                 if failure is Failure.IN_DOUBT:
                     doubt = doubted = exc
-                if loop.time() >= deadline:
+                if self.endpoints.give_up(deadline):
                     if doubted is not None:  # an earlier copy may still be applied
                         raise _unknown(key, doubted, "no etcd member answered in time")
                     raise Unavailable(f"write of {key!r} not applied: {describe(exc)}")
                 await backoff(attempt)
                 attempt += 1
                 continue
+            self.endpoints.answered()
             if doubted is not None and not response.succeeded:
                 # The re-sent copy lost its compare: perhaps to the first copy, applied late.
                 raise _unknown(key, doubted, "a re-sent copy lost its compare")

@@ -8,7 +8,8 @@ adds only what etcd cannot know:
 
 - **fail-over**: when the stream breaks (member killed, leader lost), it is created again on the
   next member from the revision after the last event queued; no gap, no duplicate. It keeps
-  trying for the operation timeout, then ends the watch with ``Unavailable``.
+  trying for the operation timeout (less once etcd is out, see :mod:`.endpoints`), then ends
+  the watch with ``Unavailable``.
 - **Compacted**: etcd's compact_revision ends the watch with ``Compacted`` once the events before
   it are handed out. Starting at or below a compaction this store knows of raises at ``start``.
 - **slow watchers**: a watcher that had caught up and lets ``watch_queue_size`` events pile up is
@@ -30,7 +31,6 @@ from aetcd import rpc
 from kubelite.storage.errors import Compacted, StorageError, Unavailable, WatchOverflow
 from kubelite.storage.etcd.endpoints import (
     ATTEMPT_TIMEOUT,
-    OPERATION_TIMEOUT,
     REQUIRE_LEADER,
     Member,
     backoff,
@@ -141,9 +141,8 @@ class EtcdWatch(Watch):
     async def _open(self) -> tuple[Member, Any]:
         """Create the etcd watch from ``_resume`` on the current member, failing over until the
         operation timeout."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + OPERATION_TIMEOUT
         endpoints = self._store.endpoints
+        deadline = endpoints.deadline()
         attempt = 0
         while True:
             if endpoints.closed:
@@ -163,11 +162,12 @@ class EtcdWatch(Watch):
                     reason = "ended" if response is grpc.aio.EOF else response.cancel_reason
                     raise _Broken(f"watch not created: {reason or 'canceled'}")
                 self._opened_at = int(response.header.revision)
+                endpoints.answered()
                 return member, call
             except (grpc.aio.AioRpcError, TimeoutError, _Broken) as exc:
                 call.cancel()
                 endpoints.failed(member, exc)
-                if loop.time() >= deadline:
+                if endpoints.give_up(deadline):
                     raise Unavailable(f"watch on {self._prefix!r}: {describe(exc)}")
                 await backoff(attempt)
                 attempt += 1

@@ -43,6 +43,9 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 READER_THREADS = 2
+# The health check reads this key (kube probes <prefix>/health) and waits this long.
+HEALTH_KEY = "/health"
+HEALTH_TIMEOUT = 2.0
 
 
 def _memory_dir() -> str:
@@ -183,6 +186,18 @@ class SqliteStore(Store):
 
     async def compacted_revision(self) -> int:
         return self._hub.compacted
+
+    async def check(self) -> None:
+        """Healthy while the writer thread runs and a reader thread answers a read within
+        ``HEALTH_TIMEOUT`` (a database on a stalled disk does not)."""
+        if self._closed:
+            raise Unavailable("closed")
+        if not self._writer.alive():
+            raise Unavailable("the SQLite writer thread has stopped")
+        try:
+            await asyncio.wait_for(self.list(HEALTH_KEY, limit=1), HEALTH_TIMEOUT)
+        except TimeoutError:
+            raise Unavailable(f"the SQLite database did not answer a read in {HEALTH_TIMEOUT:g}s")
 
     async def compact(self, revision: int) -> None:
         await self._write(OpKind.COMPACT_BEGIN, expected=revision)

@@ -169,6 +169,9 @@ class Writer:
     def join(self) -> None:
         self._thread.join()
 
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     # -- the writer thread ------------------------------------------------------------------
 
     def _run(self) -> None:

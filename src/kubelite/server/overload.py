@@ -1,0 +1,142 @@
+"""The two filters that keep one client from holding the server: kube-apiserver's max-in-flight
+limit (apiserver pkg/server/filters/maxinflight.go) and its timeout for requests that are not
+long-running (pkg/server/filters/timeout.go).
+
+- **max in flight**: at most ``max_requests_inflight`` read-only requests (get, list) and
+  ``max_mutating_requests_inflight`` others are served at once (kube's defaults 800 and 400;
+  0 turns a limit off). Long-running requests (watches) are not counted. A request over its
+  limit is answered 429 ``Too many requests, please try again later.`` (text/plain, as Go's
+  ``http.Error``) with ``Retry-After: 1``; except that a ``system:masters`` user is always
+  served (kube: "a super-admin or a loopback connection"), though it does take a slot.
+- **timeout**: a request that is not long-running has ``request_timeout`` seconds (kube's
+  ``--request-timeout``, 1m0s) to be answered, reading its body included: a client that stops
+  sending its body is answered 504 ``Timeout: request did not complete within the allotted
+  timeout`` and dropped, rather than holding a slot for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubelite.api import errors
+from kubelite.api.request import RequestInfo
+from kubelite.server.messages import Request, Send
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request, Send], Awaitable[None]]
+
+#: kube's nonMutatingRequestVerbs
+READ_ONLY_VERBS = frozenset({"get", "list", "watch"})
+#: kube's BasicLongRunningRequestCheck(sets.NewString("watch"), ...)
+LONG_RUNNING_VERBS = frozenset({"watch"})
+SYSTEM_MASTERS = "system:masters"
+RETRY_AFTER = b"1"
+TOO_MANY = b"Too many requests, please try again later.\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """kube-apiserver's ``--max-requests-inflight``, ``--max-mutating-requests-inflight`` and
+    ``--request-timeout`` (seconds; 0 turns it off)."""
+
+    max_requests_inflight: int = 800
+    max_mutating_requests_inflight: int = 400
+    request_timeout: float = 60.0
+
+
+def long_running(info: RequestInfo) -> bool:
+    return info.verb in LONG_RUNNING_VERBS
+
+
+class _Counter:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.inflight = 0
+
+
+def with_max_in_flight(inner: Handler, limits: Limits) -> Handler:
+    if not limits.max_requests_inflight and not limits.max_mutating_requests_inflight:
+        return inner
+    read_only = _Counter(limits.max_requests_inflight)
+    mutating = _Counter(limits.max_mutating_requests_inflight)
+
+    async def limit(request: Request, send: Send) -> None:
+        info = request.info
+        if long_running(info):
+            await inner(request, send)
+            return
+        counter = read_only if info.verb in READ_ONLY_VERBS else mutating
+        if not counter.limit:
+            await inner(request, send)
+            return
+        if counter.inflight >= counter.limit:
+            if SYSTEM_MASTERS in request.user.groups:
+                await inner(request, send)
+                return
+            await too_many_requests(send)
+            return
+        counter.inflight += 1
+        try:
+            await inner(request, send)
+        finally:
+            counter.inflight -= 1
+
+    return limit
+
+
+async def too_many_requests(send: Send) -> None:
+    """kube's ``tooManyRequests``: ``Retry-After`` then Go's ``http.Error``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(TOO_MANY)).encode()),
+                (b"retry-after", RETRY_AFTER),
+                (b"x-content-type-options", b"nosniff"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": TOO_MANY})
+
+
+def with_timeout(inner: Handler, limits: Limits) -> Handler:
+    seconds = limits.request_timeout
+    if seconds <= 0:
+        return inner
+
+    async def bounded(request: Request, send: Send) -> None:
+        if long_running(request.info):
+            await inner(request, send)
+            return
+        started = _Started(send)
+        try:
+            async with asyncio.timeout(seconds) as scope:
+                await inner(request, started)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            if started.started:  # too late for a Status: the response is cut short
+                log.warning("%s %s: timed out mid-response", request.method, request.path)
+                return
+            raise errors.timeout("request did not complete within the allotted timeout")
+
+    return bounded
+
+
+class _Started:
+    """A ``send`` that notes whether the response has begun."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.started = True
+        await self.send(message)
