@@ -172,9 +172,11 @@ def test_verbs_are_kubernetes_verbs(catalogue: Catalogue) -> None:
     assert reviews.verbs == ("create",)
 
 
-def test_pod_subresources_known_but_only_binding_and_status_served(catalogue: Catalogue) -> None:
+def test_pod_subresources_known_but_only_those_kubelite_serves_served(
+    catalogue: Catalogue,
+) -> None:
     pods = info(catalogue, "", "v1", "pods")
-    assert pods.subresources == ("binding", "status")
+    assert pods.subresources == ("binding", "ephemeralcontainers", "status")
     log = pods.subresource("log")
     assert log is not None
     assert not log.served

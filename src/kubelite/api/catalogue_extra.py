@@ -86,7 +86,9 @@ UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 #: others lightkube knows (pods/log, pods/eviction, pods/ephemeralcontainers, pods/resize,
 #: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
 #: served=False and are neither routed nor discovered.
-SERVED_SUBRESOURCES: frozenset[str] = frozenset({"status", "scale", "finalize", "token", "binding"})
+SERVED_SUBRESOURCES: frozenset[str] = frozenset(
+    {"status", "scale", "finalize", "token", "binding", "ephemeralcontainers"}
+)
 
 #: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which
 #: is this order; apiregistration.k8s.io, served by the aggregator itself, comes first.

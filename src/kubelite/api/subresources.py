@@ -51,14 +51,19 @@ class UpdateThrough:
         )
 
 
-class StatusREST(UpdateThrough):
+class ReadThrough(UpdateThrough):
+    """A subresource that also reads: GET answers the whole object (``status``, a pod's
+    ``ephemeralcontainers``)."""
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
+        return await self.store.get(ctx, name, opts)
+
+
+class StatusREST(ReadThrough):
     """``<resource>/status``: get, update and patch through the kind's status strategy."""
 
     def __init__(self, store: GenericStore) -> None:
         super().__init__(store, store.strategy.status_strategy(), "status")
-
-    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
-        return await self.store.get(ctx, name, opts)
 
 
 class ScaleREST:

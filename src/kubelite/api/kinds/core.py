@@ -18,17 +18,18 @@ from kubelite.api import authn, errors
 from kubelite.api.admission import CREATE, Attributes
 from kubelite.api.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.errors import Cause
 from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf, Step, Written
 from kubelite.api.kinds import allocation
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.kinds.validation import services
+from kubelite.api.kinds.validation import podephemeral, pods, services
 from kubelite.api.names import label_errors
 from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
 from kubelite.api.stored import clone
-from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy
-from kubelite.api.subresources import generic_subresources
+from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy, keep_stored
+from kubelite.api.subresources import ReadThrough, generic_subresources
 
 Obj = dict[str, Any]
 
@@ -65,6 +66,49 @@ class PodStrategy(BuiltinStrategy):
                 }
             ]
         obj["status"] = status
+
+
+class EphemeralContainersStrategy(BuiltinStrategy):
+    """``pods/<name>/ephemeralcontainers`` (kube's podEphemeralContainersStrategy): the stored
+    pod with only ``spec.ephemeralContainers`` taken from the request (and the request's
+    managedFields, which record this write); generation moves when they change. Validated as
+    ValidatePodEphemeralContainersUpdate: the pod spec, and no ephemeral container removed or
+    changed."""
+
+    def __init__(self, main: Strategy) -> None:
+        super().__init__(tracks_generation=True, returns_deleted_object=True)
+        self.main = main
+
+    def default(self, info: ResourceInfo, obj: Obj) -> None:
+        self.main.default(info, obj)
+
+    def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
+        spec = new.get("spec")
+        wanted = spec.get("ephemeralContainers") if isinstance(spec, dict) else None
+        for key in (new.keys() | old.keys()) - {"metadata", "apiVersion", "kind"}:
+            keep_stored(new, old, key)
+        meta, old_meta = new["metadata"], old["metadata"]
+        for key in (meta.keys() | old_meta.keys()) - _EPHEMERAL_REQUEST_METADATA:
+            keep_stored(meta, old_meta, key)
+        spec = new.get("spec")
+        if isinstance(spec, dict):
+            if wanted is None:
+                spec.pop("ephemeralContainers", None)
+            else:
+                spec["ephemeralContainers"] = wanted
+        self.set_generation(new, old)
+
+    def validate_update(self, info: ResourceInfo, new: Obj, old: Obj) -> list[Cause]:
+        return pods.validate_pod(new, old) + podephemeral.update_causes(new, old)
+
+    def reset_fields(self, info: ResourceInfo) -> tuple[str, ...]:
+        return ("status",)
+
+
+#: what a write through ephemeralcontainers takes from the request's metadata
+_EPHEMERAL_REQUEST_METADATA = frozenset(
+    {"name", "namespace", "resourceVersion", "uid", "managedFields"}
+)
 
 
 class ServiceStrategy(BuiltinStrategy):
@@ -454,6 +498,9 @@ def pod_storages(info: ResourceInfo, backing: Backing) -> Storages:
     found: Storages = {"": store, **generic_subresources(store)}
     if "binding" in info.subresources:
         found["binding"] = BindingREST(store, info)
+    if "ephemeralcontainers" in info.subresources:
+        strategy = EphemeralContainersStrategy(STRATEGIES[("", "pods")])
+        found["ephemeralcontainers"] = ReadThrough(store, strategy, "ephemeralcontainers")
     return found
 
 

@@ -21,6 +21,9 @@ from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation import poddns, podscheduling, podsecurity
 from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
+from kubelite.api.kinds.validation.podephemeral import (
+    containers_causes as ephemeral_containers_causes,
+)
 from kubelite.api.kinds.validation.podephemeral import in_template_causes, on_create_causes
 from kubelite.api.kinds.validation.podmounts import mount_causes
 from kubelite.api.kinds.validation.podvolumes import volume_causes
@@ -450,6 +453,9 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
     causes += _containers_causes(containers, volumes, f"{path}.containers")
     causes += _init_containers_causes(
         _list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
+    )
+    causes += ephemeral_containers_causes(
+        spec, f"{path}.ephemeralContainers", lambda c, at: _container_common(c, volumes, at)
     )
     causes += podsecurity.containers_security_causes(spec, path)
     restart = spec.get("restartPolicy")

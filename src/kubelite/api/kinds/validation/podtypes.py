@@ -155,6 +155,12 @@ CONTAINER = struct(
     ("StdinOnce", B),
     ("TTY", B),
 )
+#: EphemeralContainerCommon has Container's fields; the container embeds it
+EPHEMERAL_CONTAINER = struct(
+    "core.EphemeralContainer",
+    ("EphemeralContainerCommon", struct("core.EphemeralContainerCommon", *CONTAINER.fields)),
+    ("TargetContainerName", S),
+)
 _POD_SECURITY = struct(
     "core.PodSecurityContext",
     ("HostNetwork", B),
@@ -182,7 +188,7 @@ POD_SPEC = struct(
     ("Volumes", slice_of(_VOLUME)),
     ("InitContainers", slice_of(CONTAINER)),
     ("Containers", slice_of(CONTAINER)),
-    ("EphemeralContainers", slice_of(generic("core.EphemeralContainer"))),
+    ("EphemeralContainers", slice_of(EPHEMERAL_CONTAINER)),
     ("RestartPolicy", S),
     ("TerminationGracePeriodSeconds", ptr(INT)),
     ("ActiveDeadlineSeconds", ptr(INT)),
@@ -223,7 +229,9 @@ _HOST_FIELDS = ("hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "h
 _HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
-def _container(ctr: Any) -> Any:
+def internal_container(ctr: Any) -> Any:
+    """A container (or an ephemeral container's common part) in the internal shape: a probe's
+    handler is an embedded struct."""
     if not isinstance(ctr, dict):
         return ctr
     out = dict(ctr)
@@ -236,6 +244,17 @@ def _container(ctr: Any) -> Any:
     return out
 
 
+def internal_ephemeral(ctr: Any) -> Any:
+    """An ephemeral container in the internal shape: its common fields embedded."""
+    if not isinstance(ctr, dict):
+        return ctr
+    common = {k: v for k, v in ctr.items() if k != "targetContainerName"}
+    return {
+        "ephemeralContainerCommon": internal_container(common),
+        "targetContainerName": ctr.get("targetContainerName", ""),
+    }
+
+
 def internal_spec(spec: Obj) -> Obj:
     """Convert_v1_PodSpec_To_core_PodSpec, as JSON in the internal shape."""
     out = {k: v for k, v in spec.items() if k not in _HOST_FIELDS and k != "serviceAccount"}
@@ -246,7 +265,9 @@ def internal_spec(spec: Obj) -> Obj:
     out["securityContext"] = security
     for key in ("containers", "initContainers"):
         if isinstance(out.get(key), list):
-            out[key] = [_container(c) for c in out[key]]
+            out[key] = [internal_container(c) for c in out[key]]
+    if isinstance(out.get("ephemeralContainers"), list):
+        out["ephemeralContainers"] = [internal_ephemeral(c) for c in out["ephemeralContainers"]]
     if isinstance(out.get("volumes"), list):
         out["volumes"] = [
             {"name": v.get("name"), "volumeSource": {k: x for k, x in v.items() if k != "name"}}
