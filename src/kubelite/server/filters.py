@@ -27,8 +27,8 @@ DefaultBuildHandlerChain):
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -118,19 +118,32 @@ AUDIT_ID_HEADER = b"audit-id"
 
 
 def with_audit_init(inner: Handler) -> Handler:
+    """kube's ``WithAuditInit``, and the one ``send`` wrapper of the chain: it notes the
+    response's status code on the request (``request.status``) for the filters inside."""
+
     async def init(request: Request, send: Send) -> None:
-        request.audit_id = request.headers.get("audit-id") or str(uuid.uuid4())
+        request.audit_id = request.headers.get("audit-id") or new_audit_id()
         request.received = time.time()
         header = (b"Audit-Id", request.audit_id.encode())
 
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
+                request.status = int(message["status"])
                 message["headers"] = [*message.get("headers", ()), header]
             await send(message)
 
         await inner(request, send_with_id)
 
     return init
+
+
+def new_audit_id() -> str:
+    """A random (version 4) UUID, as text: ``str(uuid.uuid4())`` at a fifth of its cost."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def with_recovery(inner: Handler) -> Handler:
@@ -261,15 +274,14 @@ def with_metrics(inner: Handler, metrics: Metrics | None) -> Handler:
         return inner
 
     async def measure(request: Request, send: Send) -> None:
-        status = _StatusRecorder(send)
         started = time.perf_counter()
         metrics.started(request)
         code = 0
         try:
-            await inner(request, status)
-            code = status.code
+            await inner(request, send)
+            code = request.status
         except BaseException as exc:
-            code = status.code or status_of(exc)
+            code = request.status or status_of(exc)
             raise
         finally:
             metrics.observe(request, code, time.perf_counter() - started)
@@ -283,33 +295,18 @@ def with_request_log(inner: Handler, request_log: RequestLog | None) -> Handler:
         return inner
 
     async def logged(request: Request, send: Send) -> None:
-        status = _StatusRecorder(send)
         started = time.perf_counter()
         code = 0
         try:
-            await inner(request, status)
-            code = status.code
+            await inner(request, send)
+            code = request.status
         except BaseException as exc:
-            code = status.code or status_of(exc)
+            code = request.status or status_of(exc)
             raise
         finally:
             request_log.log(request, code, time.perf_counter() - started)
 
     return logged
-
-
-class _StatusRecorder:
-    """A ``send`` that remembers the response's status code (0 until it starts; an error that
-    escapes before is answered by recovery, outside)."""
-
-    def __init__(self, send: Send) -> None:
-        self.send = send
-        self.code = 0
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            self.code = int(message["status"])
-        await self.send(message)
 
 
 def _path(request: Request) -> str:

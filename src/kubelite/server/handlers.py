@@ -103,18 +103,12 @@ class Handlers:
         handler = self.by_verb.get(request.info.verb)
         if handler is None:
             raise errors.method_not_allowed()
-        started: list[bool] = []
-
-        async def sending(message: dict[str, Any]) -> None:
-            started.append(True)
-            await send(message)
-
         try:
-            await handler(request, sending, target)
+            await handler(request, send, target)
         except RecursionError:
             # an object holding a free-form value nested deeper than Python's default stack
             # walks (kube reads 10000 levels): the request again, all of it on a large stack
-            if started:
+            if request.status:  # too late: the response has begun
                 raise
             await jsoncodec.on_large_stack(handler(request, send, target))
 

@@ -68,6 +68,10 @@ class Request:
         self.user = authn.ADMIN
         #: set by the audit-init filter: the ``Audit-Id`` this request's events and log line carry
         self.audit_id = ""
+        #: the response's status code once its head is sent (0 before; the audit-init filter,
+        #: outermost, sees every response start and sets it): filters read it instead of each
+        #: wrapping ``send``
+        self.status = 0
         #: when the request arrived (seconds since the epoch; the audit-init filter sets it)
         self.received = 0.0
         #: annotations for the request's audit events: any later stage (admission) may add some
