@@ -167,3 +167,16 @@ async def test_the_slots_see_every_request_with_its_info(server: Assembly) -> No
     assert secrets is not None
     listing = await server.registry.list(secrets, "default")
     assert listing["items"] == []  # refused before it reached the storage
+
+
+def test_audit_ids_are_distinct_version_4_uuids() -> None:
+    import uuid
+
+    from kubelite.server.filters import new_audit_id
+
+    ids = [new_audit_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+        assert str(parsed) == text

