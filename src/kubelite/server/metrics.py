@@ -16,17 +16,17 @@ in one test process).
 - ``etcd_request_duration_seconds{operation,group,resource}`` from :mod:`kubelite.storage.timed`,
   for SQLite as for etcd (the names in 1.37 are ``group`` and ``resource``: ``type`` is gone);
 - the process and platform collectors (``process_*``, ``python_info``).
+
+The three metrics every request feeds are :mod:`.tally`'s (plain values, families built when
+scraped); the rest are prometheus-client's own.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
@@ -37,6 +37,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_prefix
 from kubelite.server.messages import Request
+from kubelite.server.tally import Counts, Histograms
 from kubelite.storage import Store
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
@@ -103,20 +104,18 @@ class APIMetrics:
         self.registry = registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
-        self.requests = Counter(
+        self.requests = Counts(
             "apiserver_request_total",
             "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, "
             "group, version, resource, scope, component, and HTTP response code.",
             (*REQUEST_LABELS, "code"),
-            registry=registry,
         )
-        self.durations = Histogram(
+        self.durations = Histograms(
             "apiserver_request_duration_seconds",
             "[STABLE] Response latency distribution in seconds for each verb, dry run value, "
             "group, version, resource, subresource, scope and component.",
             REQUEST_LABELS,
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
+            LATENCY_BUCKETS,
         )
         self.inflight = Gauge(
             "apiserver_current_inflight_requests",
@@ -154,20 +153,19 @@ class APIMetrics:
             ("group", "resource"),
             registry=registry,
         )
-        self.store_durations = Histogram(
+        self.store_durations = Histograms(
             "etcd_request_duration_seconds",
             "[ALPHA] Etcd request latency in seconds for each operation and object type.",
             ("operation", "group", "resource"),
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
+            LATENCY_BUCKETS,
         )
+        for tally in (self.requests, self.durations, self.store_durations):
+            registry.register(tally)
         # the busiest moment since the last scrape, and now, per request kind
         self._current = {"readOnly": 0, "mutating": 0}
         self._peak = dict(self._current)
-        # label children by label values: prometheus-client's labels() takes a lock and
-        # validates on every call
-        self._children: dict[tuple[Any, ...], Any] = {}
-        self._store_children: dict[tuple[str, str], Any] = {}
+        # the store's series by (operation, key directory)
+        self._store_children: dict[tuple[str, str], list[float]] = {}
         self._key_resources: dict[str, tuple[str, str]] = {}
 
     # -- the filter's hooks ----------------------------------------------------------------------
@@ -193,14 +191,9 @@ class APIMetrics:
             kind = "mutating" if request.method in MUTATING_METHODS else "readOnly"
             self._current[kind] -= 1
         labels = self._labels(request)
-        child = self._children.get((labels, status))
-        if child is None:
-            child = self._children[(labels, status)] = self.requests.labels(*labels, str(status))
-        child.inc()
-        histogram = self._children.get((labels, None))
-        if histogram is None:
-            histogram = self._children[(labels, None)] = self.durations.labels(*labels)
-        histogram.observe(seconds)
+        self.requests.inc((*labels, str(status)))
+        durations = self.durations
+        durations.observe(durations.child(labels), seconds)
 
     def _labels(self, request: Request) -> tuple[str, ...]:
         info = request.info
@@ -233,13 +226,13 @@ class APIMetrics:
     def observe_storage(self, operation: str, key: str, seconds: float) -> None:
         # by the key's directory (resource and namespace): one slice instead of parsing the key
         where = (operation, key[: key.rfind("/")])
-        child = self._store_children.get(where)
-        if child is None:
+        series = self._store_children.get(where)
+        if series is None:
             group, resource = self._resource_of(key)
-            child = self._store_children[where] = self.store_durations.labels(
-                operation, group, resource
+            series = self._store_children[where] = self.store_durations.child(
+                (operation, group, resource)
             )
-        child.observe(seconds)
+        self.store_durations.observe(series, seconds)
 
     def _resource_of(self, key: str) -> tuple[str, str]:
         """The group and resource whose objects ``key`` (or a prefix) holds, by the catalogue's
