@@ -169,3 +169,26 @@ def test_a_deep_preserved_custom_field_is_served(server: Server) -> None:
         "the object provided is unrecognized (must be of type Blob): couldn't get version/kind; "
         "json parse error: invalid character '{' exceeded max depth"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b"NaN", "unexpected character, expected a JSON value"),
+        (b"-Infinity", "unexpected character, expected a JSON value"),
+        (b"1e400", "number is infinity when parsed as double"),
+        (b'"\\ud800"', "no low surrogate in string"),
+    ],
+)
+def test_what_json_refuses_is_400_at_any_depth(server: Server, value: bytes, reason: str) -> None:
+    """A deep body is read by another parser than a shallow one: it refuses the same things."""
+    body = revision("odd", 1500)[:-1] + b',"odd":' + value + b"}"
+    status, answer = server.request("POST", CR, raw=body)
+    assert status == 400, answer
+    assert str(answer["message"]).startswith("couldn't decode the request body as JSON: ")
+    assert reason in str(answer["message"])
+    shallow = revision("odd", 3)[:-1] + b',"odd":' + value + b"}"
+    status, answer = server.request("POST", CR, raw=shallow)
+    assert status == 400, answer
+    status, _ = server.request("GET", f"{CR}/odd")
+    assert status == 404

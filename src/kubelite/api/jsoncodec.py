@@ -91,7 +91,30 @@ def loads(raw: bytes | str) -> Any:
     except orjson.JSONDecodeError as exc:
         if not too_deep(exc):
             raise
-    return deep(lambda: json.loads(raw))
+    return deep(lambda: strict_loads(raw))
+
+
+def strict_loads(raw: bytes | str) -> Any:
+    """The standard library's ``json.loads`` refusing what orjson (and Go) refuse and it takes:
+    ``NaN`` and ``Infinity``, numbers too large for a double, lone surrogate escapes. Raises
+    ``ValueError`` with orjson's text. Call it on a large stack (:func:`deep`)."""
+    value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise ValueError("no low surrogate in string") from None
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError("unexpected character, expected a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number is infinity when parsed as double")
+    return value
 
 
 def clone(value: Any) -> Any:

@@ -10,7 +10,6 @@ when orjson's own limit is passed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -133,7 +132,7 @@ class Request:
             raise decoding.depth_error(kind or "Object", raw, bracket)
         self.deep = True
         try:
-            return jsoncodec.deep(lambda: json.loads(raw))
+            return jsoncodec.deep(lambda: jsoncodec.strict_loads(raw))
         except ValueError as exc:
             raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
 
