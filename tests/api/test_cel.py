@@ -253,3 +253,18 @@ def test_cel_bind_is_no_comprehension_for_the_cost_guard() -> None:
 )
 def test_result_kind_only_where_it_is_sure(expression: str, kind: str | None) -> None:
     assert cel.result_kind(expression) == kind
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        r"""!'a\b'.contains(r'\') && 'x' != 'abc'""",
+        r"""r'\' + 'x' == r'\x' && cel.bind(y, 1, y == 1)""",
+        r'''R"\" != "abc" && r"""\""" == '\\' ''',
+    ],
+)
+def test_a_raw_strings_backslash_ends_nothing(source: str) -> None:
+    """In a raw string a backslash is a plain character: ``r'\'`` is a whole literal, and the
+    text after it is not read as names (which would be undeclared)."""
+    compiled = cel.compile_expression(source)
+    assert cel.evaluate(compiled, {"self": SELF})[0] is True

@@ -1,4 +1,5 @@
-"""CEL's tokens (string literals whole, so a rewrite never touches their text) and the
+"""CEL's tokens (string literals whole, raw ones with their backslashes as plain characters,
+so a rewrite never touches their text) and the
 optional-field syntax ``a.?b``/``a[?k]`` rewritten to calls the Rust library parses."""
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ _OPT_SELECT = "kubeliteOptionalSelect"
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
     |(?P<comment>//[^\n]*)
-    |(?P<string>[rR]?[bB]?[rR]?('''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
+    |(?P<raw>(?:[rR][bB]?|[bB][rR])('''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|"[^"\n]*"))
+    |(?P<string>[bB]?('''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))
     |(?P<number>\d[\w.]*)
     |(?P<ident>[A-Za-z_][A-Za-z0-9_]*)
     |(?P<punct>\.\?|\[\?|&&|\|\||==|!=|<=|>=|.)""",
@@ -33,6 +35,8 @@ def _tokens(source: str) -> list[_Token]:
         kind = match.lastgroup or "punct"
         if kind in ("space", "comment"):
             continue
+        if kind == "raw":  # a raw string: backslashes are plain characters
+            kind = "string"
         out.append(_Token(kind, match.group(), match.start()))
     return out
 
