@@ -110,3 +110,15 @@ def test_an_update_keeps_the_stored_priority(server: Server) -> None:
     assert status == 200, updated
     assert updated["spec"]["priority"] == 2000000000
     assert updated["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+def test_a_generated_names_refusal_names_the_prefix(server: Server) -> None:
+    """kube runs mutating admission before it generates the name: its 403 names the prefix."""
+    body = pod("", priorityClassName="nope")
+    body["metadata"] = {"generateName": "foo-"}
+    status, refused = server.request("POST", PODS, body)
+    assert status == 403
+    assert refused["message"] == (
+        'pods "foo-" is forbidden: no PriorityClass with name nope was found'
+    )
+    assert refused["details"]["name"] == "foo-"

@@ -181,7 +181,7 @@ class GenericStore:
             generated = "name" not in meta
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
-            await self.admit_new(ctx, obj, opts)
+            await self.admit_new(ctx, obj, opts, generated=generated)
             try:
                 stored = await self._insert(ctx, obj, opts.dry_run)
             except _NameTaken as taken:
@@ -193,15 +193,21 @@ class GenericStore:
             return stored
         raise AssertionError("unreachable")
 
-    async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
-        """A new object through the strategy, field tracking and admission, up to the write."""
+    async def admit_new(
+        self, ctx: Context, obj: Obj, opts: WriteOptions, *, generated: bool = False
+    ) -> None:
+        """A new object through the strategy, field tracking and admission, up to the write.
+        ``generated``: its name was generated from ``generateName``; mutating admission, which
+        kube runs before the name is generated, sees the prefix as the name (so its refusals
+        name the prefix, as kube's do), validating admission the generated name."""
         strategy, info = self.strategy, self.info
         strategy.default(info, obj)
         if not opts.apply:
             managedfields.track_update(
                 info, None, obj, opts.field_manager, reset=self.reset_set(strategy)
             )
-        name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
+        meta = obj["metadata"]
+        name = meta.get("generateName", "") if generated else meta.get("name", "")
         admission = self.backing.admission
         attrs = Attributes(
             CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run
@@ -216,7 +222,7 @@ class GenericStore:
         self._raise_invalid(obj, meta_causes + strategy.validate(info, obj))
         strategy.canonicalize(info, obj)
         if admission.validating:
-            await admission.validate(attrs)
+            await admission.validate(attrs._replace(name=obj["metadata"].get("name", "")))
 
     async def _insert(self, ctx: Context, obj: Obj, dry_run: bool) -> Obj:
         """Store a new object under its name (:class:`_NameTaken` when the name is taken)."""

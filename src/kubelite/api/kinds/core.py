@@ -217,8 +217,10 @@ class ServiceStore(GenericStore):
         else:
             await txn.revert()
 
-    async def admit_new(self, ctx: Context, obj: Obj, opts: WriteOptions) -> None:
-        await super().admit_new(ctx, obj, opts)
+    async def admit_new(
+        self, ctx: Context, obj: Obj, opts: WriteOptions, *, generated: bool = False
+    ) -> None:
+        await super().admit_new(ctx, obj, opts, generated=generated)
         await self._allocate(obj, None, opts.dry_run)
 
     async def _updated(
