@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
@@ -43,6 +44,8 @@ class KubeliteApp:
         self.catalogue = catalogue
         #: set when the server stops: open watch streams end, /readyz fails
         self.shutting_down = shutting_down or asyncio.Event()
+        #: the tasks serving requests now
+        self._active: set[asyncio.Task[Any]] = set()
         health = health or Health.standard(registry.store, _synced, self.shutting_down)
         handlers = Handlers(self.shutting_down)
         routes = Routes(registry, catalogue, handlers, health, metrics_document)
@@ -67,7 +70,22 @@ class KubeliteApp:
                     return
         if scope["type"] != "http":
             return
-        await self.handle(Request(scope, receive), send)
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            await self.handle(Request(scope, receive), send)
+        finally:
+            if task is not None:
+                self._active.discard(task)
+
+    def cut_requests(self) -> int:
+        """Cancel every request still being served (a stopping server's drain time is over);
+        how many there were."""
+        active = list(self._active)
+        for task in active:
+            task.cancel()
+        return len(active)
 
 
 async def _synced() -> None:

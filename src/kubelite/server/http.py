@@ -22,6 +22,7 @@ every client kubelite targets speaks it, and one mode is one set of behaviours t
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import signal
 import socket
@@ -34,6 +35,8 @@ from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
 from kubelite.server.tls import ServingFiles
+
+log = logging.getLogger(__name__)
 
 BACKLOG = 2048
 HEADER_READ_SECONDS = 32
@@ -90,6 +93,26 @@ class _Embedded(Server):
         self._sock = sock
         #: granian's SocketHolder owns the descriptor once made, and closes it when it stops
         self.owns_socket = False
+
+    async def _stop_workers(self) -> None:
+        """granian's, minus its failure: a worker still serving after the drain time made
+        ``join`` raise TimeoutError (and a traceback, exit status 1). Here the requests still
+        in flight are cancelled (the app's ``cut_requests``), so the worker ends normally."""
+        for worker in self.wrks:
+            worker.terminate()  # type: ignore[no-untyped-call]
+        cut = getattr(self.target, "cut_requests", None)
+        for worker in self.wrks:
+            task = worker._task
+            if task is None:
+                continue
+            done, _ = await asyncio.wait({task}, timeout=DRAIN_SECONDS)
+            if not done and callable(cut):
+                log.warning("cutting %d requests still in flight after %ds", cut(), DRAIN_SECONDS)
+                done, _ = await asyncio.wait({task}, timeout=DRAIN_SECONDS)
+            if not done:
+                log.warning("stopping a worker that is still serving")
+                worker.kill()  # type: ignore[no-untyped-call]
+        self.wrks.clear()
 
     def _init_shared_socket(self) -> None:
         self._ssp = None
