@@ -158,3 +158,24 @@ def test_metrics_need_a_token_and_can_be_turned_off(server: Server, tmp_path: Pa
         assert off.request("GET", "/metrics")[0] == 404
     finally:
         stop_server(off)
+
+
+def test_no_client_can_add_series_at_will(server: Server) -> None:
+    """Requests refused by authentication, and requests for resources or paths nothing serves,
+    add no series (kube instruments only its registered handlers): the document's size is
+    bounded by what the server serves, not by what clients send."""
+    for i in range(20):
+        raw_request(server, "GET", f"/random-{i}/x", token=None)
+        raw_request(server, "GET", f"/api/v1/namespaces/ns{i}/foo{i}", token=None)
+        raw_request(server, "GET", f"/api/v1/namespaces/default/nothing{i}")
+        raw_request(server, "GET", f"/apis/nope{i}.example.com/v1/things")
+        raw_request(server, "GET", f"/not-a-path-{i}")
+    samples = scrape(server)
+    labels = {v for s in samples for v in s.labels.values()}
+    assert not any(
+        needle in label
+        for label in labels
+        for needle in ("random-", "foo1", "nothing1", "nope1", "not-a-path")
+    )
+    assert value(samples, "apiserver_request_total", code="401") is None
+    assert value(samples, "apiserver_request_total", code="404") is None

@@ -77,6 +77,8 @@ class Request:
         self.audit_annotations: dict[str, str] = {}
         #: called for each event a watch stream sends (the metrics set it)
         self.count_watch_event: Callable[[], None] = _nothing
+        #: whether the metrics counted this watch as long-running (a served resource's)
+        self.counted_watch = False
 
     async def body(self) -> bytes:
         if self.read:

@@ -51,6 +51,7 @@ VALID_VERBS = frozenset({"APPLY", "CONNECT", "CREATE", "DELETE", "DELETECOLLECTI
                          "WATCHLIST"})  # fmt: skip
 APPLY_PATCH = "application/apply-patch+yaml"
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+OPENAPI_V3_PREFIX = "/openapi/v3/"
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope",
                   "component")  # fmt: skip
@@ -174,8 +175,10 @@ class APIMetrics:
         """A request enters: in flight (or long-running, for a watch)."""
         info = request.info
         if info.verb == "watch":
-            self._longrunning(request, 1)
-            self._watch_counter(request)
+            if self._served(info):
+                request.counted_watch = True
+                self._longrunning(request, 1)
+                self._watch_counter(request)
             return
         kind = "mutating" if request.method in MUTATING_METHODS else "readOnly"
         now = self._current[kind] = self._current[kind] + 1
@@ -186,26 +189,47 @@ class APIMetrics:
         """A request has been answered with ``status`` after ``seconds``."""
         info = request.info
         if info.verb == "watch":
-            self._longrunning(request, -1)
+            if request.counted_watch:
+                self._longrunning(request, -1)
         else:
             kind = "mutating" if request.method in MUTATING_METHODS else "readOnly"
             self._current[kind] -= 1
-        labels = self._labels(request)
+        labels = self._labels(request, status)
+        if labels is None:
+            return
         self.requests.inc((*labels, str(status)))
         durations = self.durations
         durations.observe(durations.child(labels), seconds)
 
-    def _labels(self, request: Request) -> tuple[str, ...]:
+    def _labels(self, request: Request, status: int) -> tuple[str, ...] | None:
+        """The request's labels; None for a request kube does not instrument, so that no
+        client can add series at will: one refused by authentication (401), one for a
+        resource or path nothing serves (kube's unregistered paths reach its NotFound
+        handler, uninstrumented)."""
+        if status == 401:
+            return None
         info = request.info
         scope = clean_scope(info)
         verb = metrics_verb(request, scope)
         dry_run = clean_dry_run(request)
         if info.is_resource_request:
+            if not self._served(info):
+                return None
             return (verb, dry_run, info.api_group, info.api_version, info.resource,
                     info.subresource, scope, COMPONENT)  # fmt: skip
+        if status == 404:
+            return None
         path = request.path.rstrip("/") or "/"
+        if path.startswith(OPENAPI_V3_PREFIX):
+            path = OPENAPI_V3_PREFIX  # one handler for every group-version, as kube labels it
         component = "" if path in HEALTH_PATHS else COMPONENT
         return (verb, dry_run, "", "", "", path, scope, component)
+
+    def _served(self, info: RequestInfo) -> bool:
+        found = self.catalogue.lookup(info.api_group, info.api_version, info.resource)
+        return found is not None and (
+            not info.subresource or info.subresource in found.subresources
+        )
 
     def _longrunning(self, request: Request, delta: int) -> None:
         info = request.info
