@@ -64,3 +64,17 @@ def test_snapshot_mistakes_are_one_line(tmp_path: Path) -> None:
     junk.write_text("not sqlite at all " * 100)
     line = one_line(kubelite("snapshot", "restore", str(junk), "--data-dir", str(tmp_path / "d")))
     assert line.startswith(f"kubelite: {junk} is not a kubelite database")
+
+
+def test_a_snapshot_target_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "data")
+    try:
+        data = str(srv.data_dir)
+        missing = tmp_path / "no" / "such" / "x.db"
+        line = one_line(kubelite("snapshot", "save", str(missing), "--data-dir", data))
+        assert line == f"kubelite: cannot write {missing}: No such file or directory"
+        line = one_line(kubelite("snapshot", "save", str(tmp_path), "--data-dir", data))
+        assert line == f"kubelite: {tmp_path} is a directory; name the snapshot file to write"
+        assert not list(tmp_path.glob("*.partial"))
+    finally:
+        stop_server(srv)

@@ -154,3 +154,15 @@ def test_an_existing_data_dir_is_made_private(tmp_path: Path) -> None:
         assert stat.S_IMODE((data / "state.db").stat().st_mode) == 0o600
     finally:
         stop_server(srv)
+
+
+def test_a_tls_san_that_is_no_name_is_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    line = one_line(
+        kubelite("serve", "--port", "0", "--data-dir", str(data), "--tls-san", "ü.example")
+    )
+    assert line == (
+        "kubelite: --tls-san 'ü.example' is neither an IP address nor a DNS name (write an "
+        "internationalized name in its xn-- form)"
+    )
+    assert not data.exists()  # refused before anything was made

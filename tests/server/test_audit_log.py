@@ -157,3 +157,42 @@ def test_every_response_carries_an_audit_id(tmp_path: Path) -> None:
         assert re.fullmatch(r"[0-9a-f-]{36}", headers["audit-id"])
     finally:
         stop_server(server)
+
+
+def test_a_timed_out_request_completes_its_audit_record(tmp_path: Path) -> None:
+    """The request timeout cancels the request: its ResponseComplete still says 504."""
+    import socket
+    import ssl
+    import urllib.parse
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    log = tmp_path / "audit.log"
+    srv = start_server(
+        tmp_path / "data",
+        None,
+        "--audit-policy-file",
+        str(policy),
+        "--audit-log-path",
+        str(log),
+        "--request-timeout",
+        "1s",
+    )
+    try:
+        url = urllib.parse.urlsplit(srv.url)
+        context = ssl.create_default_context(cafile=str(srv.data_dir / "ca.crt"))
+        raw = socket.create_connection((url.hostname or "", url.port or 0))
+        with context.wrap_socket(raw, server_hostname=url.hostname) as stalled:
+            stalled.sendall(
+                f"POST {CMS} HTTP/1.1\r\nHost: k\r\nAuthorization: Bearer {srv.token}\r\n".encode()
+                + b"Audit-ID: stalled-1\r\nContent-Type: application/json\r\n"
+                + b"Content-Length: 100\r\n\r\n{"
+            )
+            answer = stalled.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 504")
+        found = events_of(log, "stalled-1")
+        complete = [e for e in found if e["stage"] == "ResponseComplete"]
+        assert len(complete) == 1, found
+        assert complete[0]["responseStatus"]["code"] == 504
+    finally:
+        stop_server(srv)

@@ -33,7 +33,9 @@ def level(rules: list[dict[str, Any]], user: User, method: str, path: str) -> st
         ({"namespaces": ["a"]}, ALICE, "GET", "/version", False),
         ({"resources": [{"group": "apps"}]}, ALICE, "GET", "/apis/apps/v1/deployments", True),
         ({"resources": [{"group": ""}]}, ALICE, "GET", "/apis/apps/v1/deployments", False),
-        ({"resources": [{"group": "*", "resources": ["*"]}]}, ALICE, "GET", "/api/v1/pods", True),
+        # no wildcard group: "*" is a group named "*" (kube's ruleMatchesResource)
+        ({"resources": [{"group": "*", "resources": ["*"]}]}, ALICE, "GET", "/api/v1/pods", False),
+        ({"resources": [{"group": "", "resources": ["*"]}]}, ALICE, "GET", "/api/v1/pods", True),
         ({"resources": [{"resources": ["pods"]}]}, ALICE, "GET", "/api/v1/namespaces/a/pods/p/log",
          False),
         ({"resources": [{"resources": ["pods/log"]}]}, ALICE, "GET",

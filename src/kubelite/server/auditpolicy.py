@@ -74,7 +74,7 @@ class Rule:
         resource, sub = info.resource, info.subresource
         combined = f"{resource}/{sub}" if sub else resource
         for gr in self.resources:
-            if gr.group not in (info.api_group, "*"):
+            if gr.group != info.api_group:  # kube's ruleMatchesResource: no wildcard group
                 continue
             if not gr.resources:
                 return True

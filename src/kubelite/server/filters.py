@@ -26,6 +26,7 @@ DefaultBuildHandlerChain):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -222,6 +223,10 @@ def with_audit(inner: Handler, auditor: Auditor | None) -> Handler:
             await inner(request, capture)
         except (APIError, Unavailable) as exc:
             error = exc if isinstance(exc, APIError) else errors.timeout(str(exc), retry_after=1)
+            record.complete(error.code, errors.status_body(error), None)
+            raise
+        except asyncio.CancelledError:  # the request timeout (outside) answers it 504
+            error = errors.timeout("request did not complete within the allotted timeout")
             record.complete(error.code, errors.status_body(error), None)
             raise
         except Exception as exc:

@@ -32,6 +32,7 @@ from kubelite.server.overload import Limits
 from kubelite.server.startup import (
     StartupError,
     bind,
+    check_tls_names,
     hold_data_dir,
     open_store_checked,
     private_file,
@@ -139,6 +140,7 @@ async def serve(
     the socket listens and the kubeconfig is written. The audit policy is read, the data
     directory locked and the socket bound before the store opens; a :class:`StartupError` says
     in one line why the server could not start."""
+    check_tls_names(options.tls_sans)
     with contextlib.ExitStack() as held:
         audit = open_audit_log(options)
         if audit is not None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +70,27 @@ def hold_data_dir(directory: str | Path) -> DataDir:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return DataDir(path, fd)
+
+
+_DNS_NAME = re.compile(
+    r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
+)
+
+
+def check_tls_names(names: tuple[str, ...]) -> None:
+    """Each ``--tls-san`` is an IP address or an ASCII DNS name (an internationalized name in
+    its ``xn--`` form), as a certificate can carry it."""
+    for name in names:
+        try:
+            ipaddress.ip_address(name)
+            continue
+        except ValueError:
+            pass
+        if len(name) > 253 or not _DNS_NAME.match(name):
+            raise StartupError(
+                f"--tls-san {name!r} is neither an IP address nor a DNS name "
+                "(write an internationalized name in its xn-- form)"
+            )
 
 
 def bind(address: str, port: int) -> socket.socket:

@@ -11,6 +11,8 @@ memory from the tests' (and a crash from the test process).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
 import logging
 import os
 import shutil
@@ -32,6 +34,8 @@ from kubelite.server.serve import ServeOptions, serve
 Mode = Literal["in-process", "subprocess"]
 MODES: tuple[Mode, ...] = ("in-process", "subprocess")
 DEFAULT_MODE: Mode = "in-process"
+#: numbers the in-process servers' threads, whose records their logs keep
+_SERVER_NUMBERS = itertools.count(1)
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
 READY_LINE = "kubelite serving on "
@@ -140,28 +144,30 @@ class InProcessServer(KubeliteServer):
         """A server on ``data_dir`` (made if missing); ``options`` override ServeOptions' defaults
         (the data dir and port 0 are always this call's)."""
         data_dir.mkdir(parents=True, exist_ok=True)
-        base = options or ServeOptions()
-        options = ServeOptions(
-            data_dir=str(data_dir),
-            bind_address=base.bind_address,
-            port=0,
-            storage=base.storage,
-            history_seconds=base.history_seconds,
-            history_revisions=base.history_revisions,
-            service_ranges=base.service_ranges,
-        )
+        options = dataclasses.replace(options or ServeOptions(), data_dir=str(data_dir), port=0)
+        thread_name = f"kubelite-server-{next(_SERVER_NUMBERS)}"
         log_path = data_dir / "server.log"
         handler = logging.FileHandler(log_path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logging.getLogger("kubelite").addHandler(handler)
+        handler.setLevel(logging.INFO)
+        # this server's records only: several in-process servers share the kubelite logger
+        handler.addFilter(lambda record: record.threadName == thread_name)
+        logger = logging.getLogger("kubelite")
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        logger.addHandler(handler)
         loop = _new_loop()
         ready: Future[tuple[str, asyncio.Event]] = Future()
         errors: list[str] = []
+        abandoned = threading.Event()
 
         async def main() -> None:
             stop_event = asyncio.Event()
 
             def on_ready(url: str, kubeconfig: Path) -> None:
+                if abandoned.is_set():  # start() gave up waiting: stop at once
+                    stop_event.set()
+                    return
                 ready.set_result((url, stop_event))
 
             await serve(options, on_ready=on_ready, stop=stop_event)
@@ -179,11 +185,12 @@ class InProcessServer(KubeliteServer):
                 if not ready.done():
                     ready.set_exception(ServerFailed("kubelite stopped before it served"))
 
-        thread = threading.Thread(target=run, name=f"kubelite-{data_dir.name}", daemon=True)
+        thread = threading.Thread(target=run, name=thread_name, daemon=True)
         thread.start()
         try:
             url, stop_event = ready.result(START_TIMEOUT)
         except BaseException as exc:
+            abandoned.set()
             logging.getLogger("kubelite").removeHandler(handler)
             handler.close()
             detail = errors[0] if errors else repr(exc)

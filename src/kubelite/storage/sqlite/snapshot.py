@@ -40,10 +40,15 @@ def save(database: Path, target: Path) -> int:
     """Copy the live database at ``database`` to ``target`` (0600); the copy's revision."""
     if not database.exists():
         raise SnapshotError(f"no database at {database}; give the server's --data-dir")
+    if target.is_dir():
+        raise SnapshotError(f"{target} is a directory; name the snapshot file to write")
     _check(database)
     partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        partial.unlink(missing_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise SnapshotError(f"cannot write {target}: {exc.strerror}") from None
     os.close(fd)
     source = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     copy = sqlite3.connect(partial)
@@ -56,7 +61,11 @@ def save(database: Path, target: Path) -> int:
     finally:
         copy.close()
         source.close()
-    os.replace(partial, target)
+    try:
+        os.replace(partial, target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise SnapshotError(f"cannot write {target}: {exc.strerror}") from None
     return _check(target)
 
 
@@ -67,12 +76,16 @@ def restore(snapshot: Path, database: Path) -> int:
         raise SnapshotError(f"no snapshot at {snapshot}")
     revision = _check(snapshot)
     partial = database.with_name(database.name + ".restoring")
-    partial.unlink(missing_ok=True)
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(snapshot.read_bytes())
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        partial.unlink(missing_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(snapshot.read_bytes())
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise SnapshotError(f"cannot restore into {database.parent}: {exc.strerror}") from None
     for suffix in ("-wal", "-shm"):
         Path(f"{database}{suffix}").unlink(missing_ok=True)
     os.replace(partial, database)
