@@ -95,3 +95,23 @@ def test_plugin_failures_are_one_clear_error(server: Server, tmp_path: Path) -> 
     always = kubeconfig_with_exec(tmp_path, server, interactive)
     with pytest.raises(KubeconfigError, match="standard input is not a terminal"):
         load_kubeconfig(always)
+
+
+def test_a_relative_command_is_the_defining_files(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several files in KUBECONFIG, ``./plugin`` is relative to the file that names it."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "plugin.py").write_text(PLUGIN)
+    launcher = other / "plugin"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} "$(dirname "$0")/plugin.py" "$@"\n')
+    launcher.chmod(0o755)
+    exec_config = plugin_config(tmp_path, server.token)
+    exec_config.update(command="./plugin", args=[str(tmp_path / "seen.json")])
+    users = kubeconfig_with_exec(other, server, exec_config)
+    first = tmp_path / "first"
+    first.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": []}))
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{users}")
+    with Client.from_kubeconfig() as client:
+        assert client.get("v1", "Namespace", "default")["metadata"]["name"] == "default"

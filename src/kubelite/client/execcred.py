@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
@@ -45,10 +44,9 @@ def _cluster_info(cluster: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def run_exec_plugin(
-    config: dict[str, Any], cluster: dict[str, Any], base_dir: Path
-) -> ExecCredential:
-    """The credential printed by the plugin ``config`` (a kubeconfig user's ``exec``)."""
+def run_exec_plugin(config: dict[str, Any], cluster: dict[str, Any]) -> ExecCredential:
+    """The credential printed by the plugin ``config`` (a kubeconfig user's ``exec``; a
+    relative command path already resolved against the kubeconfig file that holds it)."""
     api_version = str(config.get("apiVersion") or "")
     if api_version not in API_VERSIONS:
         raise ExecCredentialError(
@@ -57,8 +55,6 @@ def run_exec_plugin(
     command = str(config.get("command") or "")
     if not command:
         raise ExecCredentialError("exec plugin: no command in the kubeconfig's exec section")
-    if os.sep in command and not os.path.isabs(command):
-        command = str(base_dir / command)  # as client-go: relative to the kubeconfig
     if config.get("interactiveMode") == "Always":
         raise ExecCredentialError(
             "exec plugin cannot support interactive mode: standard input is not a terminal"

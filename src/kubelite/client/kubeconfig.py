@@ -110,6 +110,11 @@ def _parse(path: Path) -> dict[str, Any]:
                 value = body.get(name)
                 if isinstance(value, str) and value and not os.path.isabs(value):
                     body[name] = str(path.parent / value)
+            plugin = body.get("exec") if section == "users" else None
+            if isinstance(plugin, dict):
+                command = plugin.get("command")
+                if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
+                    plugin["command"] = str(path.parent / command)  # as client-go
     return config
 
 
@@ -191,7 +196,7 @@ def load_kubeconfig(path: str | Path | None = None, context: str | None = None) 
     key = _bytes(user, "client-key-data", "client-key")
     if isinstance(user.get("exec"), dict) and not token and not cert:
         try:
-            credential = run_exec_plugin(user["exec"], cluster, existing[0].parent)
+            credential = run_exec_plugin(user["exec"], cluster)
         except ExecCredentialError as exc:
             raise KubeconfigError(f"user {ctx['user']!r}: {exc}") from None
         token, cert, key = credential.token, credential.client_cert_pem, credential.client_key_pem
