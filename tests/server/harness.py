@@ -25,6 +25,15 @@ class Server:
     data_dir: Path
     process: subprocess.Popen[str]
 
+    def kubectl_env(self) -> dict[str, str]:
+        """This server's kubeconfig, and a kubectl cache of its own: kubectl caches discovery
+        under ~/.kube/cache by host and port, and a later server on a reused port would
+        otherwise be served an earlier one's kinds."""
+        return {
+            "KUBECONFIG": str(self.kubeconfig),
+            "KUBECACHEDIR": str(self.data_dir.parent / "kubectl-cache"),
+        }
+
     def kubectl(
         self,
         *args: str,
@@ -32,7 +41,7 @@ class Server:
         check: bool = True,
         env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        full_env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), **(env or {})}
+        full_env = {**os.environ, **self.kubectl_env(), **(env or {})}
         result = subprocess.run(
             [KUBECTL, *args], input=input, capture_output=True, text=True, timeout=60, env=full_env
         )
@@ -47,7 +56,7 @@ class Server:
         ``communicate``."""
         return subprocess.Popen(
             [KUBECTL, *args],
-            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            env={**os.environ, **self.kubectl_env()},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -75,7 +75,13 @@ class KubeliteServer(ABC):
     ) -> subprocess.CompletedProcess[str]:
         """Run kubectl (next to this Python, else on PATH) against this server."""
         kubectl = find_kubectl()
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        # a kubectl cache of its own: kubectl caches discovery by host and port, and a later
+        # server on a reused port would otherwise be served an earlier one's kinds
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "KUBECACHEDIR": str(self.data_dir / "kubectl-cache"),
+        }
         result = subprocess.run(
             [kubectl, *args], input=input, capture_output=True, text=True, timeout=timeout, env=env
         )
