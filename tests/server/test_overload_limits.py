@@ -142,3 +142,31 @@ async def test_watches_outlive_the_request_timeout(server: Assembly) -> None:
     status, _, _ = await watch.done()
     assert status == 200  # ended by its own timeoutSeconds, not cut at 0.2 s
     assert watch.sent[-1].get("more_body") is not True
+
+
+async def test_a_timed_out_request_leaves_its_task_uncancelled() -> None:
+    """The timeout cancels the request's task; however the request ends (answered 504, or an
+    error of its own), the task is not left cancelling: a connection's next request on the same
+    task must not inherit it."""
+    from kubelite.api.errors import APIError
+    from kubelite.server.messages import Request
+    from kubelite.server.overload import with_timeout
+
+    async def swallows(request: Request, send: object) -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            raise ValueError("the handler's own error") from None
+
+    async def waits(request: Request, send: object) -> None:
+        await asyncio.sleep(5)
+
+    scope = {"type": "http", "method": "GET", "path": "/api/v1/namespaces", "headers": []}
+    for inner, expected in ((swallows, ValueError), (waits, APIError)):
+        handler = with_timeout(inner, Limits(request_timeout=0.2))  # type: ignore[arg-type]
+        request = Request(scope, None)  # type: ignore[arg-type]
+        with pytest.raises(expected):
+            await handler(request, None)  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        assert task is not None
+        assert task.cancelling() == 0

@@ -154,13 +154,16 @@ class _Deadlines:
 
     def finish(self, task: asyncio.Task[object]) -> None:
         self.running.pop(task, None)
-        self.cancelled.discard(task)
+        if task in self.cancelled:  # cancelled, but the request ended another way: withdraw it
+            self.cancelled.discard(task)
+            task.uncancel()
 
     def expired(self, task: asyncio.Task[object]) -> bool:
         """Whether the cancellation ``task`` got was the deadline's (then it is withdrawn, so
         the request can still be answered)."""
         if task not in self.cancelled:
             return False
+        self.cancelled.discard(task)
         task.uncancel()
         return True
 
