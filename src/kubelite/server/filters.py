@@ -276,30 +276,28 @@ class _ResponseCapture:
 def with_metrics(inner: Handler, metrics: Metrics | None) -> Handler:
     if metrics is None:
         return inner
-
-    async def measure(request: Request, send: Send) -> None:
-        started = time.perf_counter()
-        metrics.started(request)
-        code = 0
-        try:
-            await inner(request, send)
-            code = request.status
-        except BaseException as exc:
-            code = request.status or status_of(exc)
-            raise
-        finally:
-            metrics.observe(request, code, time.perf_counter() - started)
-
-    return measure
+    return _reported(inner, metrics.observe, metrics.started)
 
 
 def with_request_log(inner: Handler, request_log: RequestLog | None) -> Handler:
     """kube's ``WithHTTPLogging``: one line per request, after its response."""
     if request_log is None:
         return inner
+    return _reported(inner, request_log.log)
 
-    async def logged(request: Request, send: Send) -> None:
+
+def _reported(
+    inner: Handler,
+    report: Callable[[Request, int, float], None],
+    start: Callable[[Request], None] | None = None,
+) -> Handler:
+    """``inner``, then ``report(request, status, seconds)`` however it ended: the status sent,
+    or the one recovery (outside) will answer its error with."""
+
+    async def reported(request: Request, send: Send) -> None:
         started = time.perf_counter()
+        if start is not None:
+            start(request)
         code = 0
         try:
             await inner(request, send)
@@ -308,9 +306,9 @@ def with_request_log(inner: Handler, request_log: RequestLog | None) -> Handler:
             code = request.status or status_of(exc)
             raise
         finally:
-            request_log.log(request, code, time.perf_counter() - started)
+            report(request, code, time.perf_counter() - started)
 
-    return logged
+    return reported
 
 
 def _path(request: Request) -> str:

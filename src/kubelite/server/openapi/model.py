@@ -35,6 +35,7 @@ from kubelite.server.openapi.schemas import (
     STATUS,
     collect_refs,
     gvk_index,
+    reachable_definitions,
 )
 
 #: A function giving the OpenAPI v3 schema of a kind without a built-in definition (a CRD's
@@ -153,6 +154,12 @@ class _Model:
     paths: dict[str, PathItem]
     roots: list[str]  # built-in definitions the documents need
     custom: dict[str, dict[str, Any]]  # custom definitions (catalogue's JSON Schema style)
+
+    def reachable(self, definitions: dict[str, Any]) -> list[str]:
+        """The built-in definitions a document of this model holds: those its roots and its
+        custom schemas refer to, and theirs in turn."""
+        custom_roots = [r for schema in self.custom.values() for r in ref_names(schema)]
+        return reachable_definitions([*self.roots, *custom_roots], definitions)
 
 
 def _words(group: str) -> str:

@@ -24,7 +24,6 @@ from kubelite.server.openapi.model import (
     customs_key,
     operation_tag,
     path_param_text,
-    ref_names,
 )
 from kubelite.server.openapi.parameters import QUERY
 from kubelite.server.openapi.schemas import (
@@ -33,7 +32,6 @@ from kubelite.server.openapi.schemas import (
     INFO,
     custom_v2,
     definition_v2,
-    reachable_definitions,
 )
 
 V2_PATH = "/openapi/v2"
@@ -114,8 +112,7 @@ def _build_v2(infos: tuple[ResourceInfo, ...], source: SchemaSource | None) -> d
         item: dict[str, Any] = {method: _v2_operation(op) for method, op in spec.ops.items()}
         item["parameters"] = _v2_path_parameters(spec)
         paths[path] = item
-    custom_roots = [r for schema in model.custom.values() for r in ref_names(schema)]
-    reachable = reachable_definitions([*model.roots, *custom_roots], definitions)
+    reachable = model.reachable(definitions)
     out_defs = {name: definition_v2(name, definitions[name]) for name in reachable}
     for name, schema in model.custom.items():
         out_defs[name] = custom_v2(schema)

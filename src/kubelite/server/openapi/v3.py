@@ -27,7 +27,6 @@ from kubelite.server.openapi.model import (
     group_version_path,
     operation_tag,
     path_param_text,
-    ref_names,
 )
 from kubelite.server.openapi.parameters import QUERY
 from kubelite.server.openapi.schemas import (
@@ -35,7 +34,6 @@ from kubelite.server.openapi.schemas import (
     DELETE_OPTIONS,
     INFO,
     convert_schema,
-    reachable_definitions,
 )
 
 ROOT_PATH = "/openapi/v3"
@@ -115,8 +113,7 @@ def _build(infos: tuple[ResourceInfo, ...], source: SchemaSource | None) -> dict
         item: dict[str, Any] = {method: _v3_operation(op) for method, op in spec.ops.items()}
         item["parameters"] = _v3_path_parameters(spec)
         paths[path] = item
-    custom_roots = [r for schema in model.custom.values() for r in ref_names(schema)]
-    reachable = reachable_definitions([*model.roots, *custom_roots], definitions)
+    reachable = model.reachable(definitions)
     schemas = {name: convert_schema(definitions[name]) for name in reachable}
     for name, schema in model.custom.items():
         schemas[name] = convert_schema(schema)
