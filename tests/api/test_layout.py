@@ -23,6 +23,8 @@ EXEMPT = {
     "api/gotypes.py": "generated: the Go types of the kinds' fields, by struct",
     "api/conversion.py": "conversions between the versions of Event and HorizontalPodAutoscaler",
     "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
+    # RBAC's subjects are named by kind: User, Group, ServiceAccount
+    "api/rbac.py": "a binding subject's kind (ServiceAccount), not a resource check",
     # audit.k8s.io's own kinds and fields, which share words with core kinds
     "server/audit.py": "writes audit.k8s.io/v1 objects of kind Event (not core's Event)",
     "server/auditpolicy.py": "an audit policy rule's `namespaces` field",
