@@ -9,6 +9,7 @@ names, as kube does), and the label-selector checks every rule module shares.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
@@ -69,7 +70,7 @@ def invalid(path: str, value: Any, detail: str = "") -> Cause:
     return Cause("FieldValueInvalid", text, path)
 
 
-def not_supported(path: str, value: Any, supported: list[str]) -> Cause:
+def not_supported(path: str, value: Any, supported: Sequence[str]) -> Cause:
     listed = ", ".join(go_quote(s) for s in supported)
     text = f"Unsupported value: {render(value)}" + (
         f": supported values: {listed}" if supported else ""

@@ -12,22 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api.errors import Cause
-from kubelite.api.kinds.validation.fields import invalid, render
+from kubelite.api.kinds.validation.fields import as_int, invalid, render
 from kubelite.api.metavalidation import subdomain_errors
 
 FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
 
 
-def as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def not_found(path: str, value: Any) -> Cause:
     return Cause("FieldValueNotFound", f"Not found: {render(value)}", path)
-
-
-def duplicate(path: str, value: Any) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {render(value)}", path)
 
 
 def label_causes(value: str, path: str) -> list[Cause]:

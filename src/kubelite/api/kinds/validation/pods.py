@@ -20,6 +20,16 @@ from typing import Any
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation import poddns, podscheduling, podsecurity
+from kubelite.api.kinds.validation.fields import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    duplicate,
+    forbidden,
+    not_supported,
+    required,
+)
 from kubelite.api.kinds.validation.podenv import env_causes, env_from_causes
 from kubelite.api.kinds.validation.podephemeral import (
     containers_causes as ephemeral_containers_causes,
@@ -35,46 +45,6 @@ from kubelite.api.metavalidation import (
     regex_error,
 )
 from kubelite.api.quantity import Quantity, parse_or_none
-
-# --- small helpers --------------------------------------------------------------------------
-
-
-def _required(path: str, detail: str = "") -> Cause:
-    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
-
-
-def _forbidden(path: str, detail: str) -> Cause:
-    return Cause("FieldValueForbidden", f"Forbidden: {detail}", path)
-
-
-def _duplicate(path: str, value: str) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", path)
-
-
-def _not_supported(path: str, value: str, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(go_quote(v) for v in supported)
-    return Cause(
-        "FieldValueNotSupported",
-        f"Unsupported value: {go_quote(value)}: supported values: {listed}",
-        path,
-    )
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
 
 # --- util/validation --------------------------------------------------------------------------
 
@@ -121,7 +91,7 @@ def port_name_errors(port: str) -> list[str]:
 
 def _port_num_or_name(value: Any, path: str) -> list[Cause]:
     """ValidatePortNumOrName (an int-or-string)."""
-    number = _int(value)
+    number = as_int(value)
     if number is not None:
         return [] if 1 <= number <= 65535 else [invalid(path, str(number), _PORT_RANGE)]
     if isinstance(value, str):
@@ -152,8 +122,8 @@ def _resource_name_causes(name: str, path: str) -> list[Cause]:
 def resources_causes(resources: Any, path: str) -> list[Cause]:
     """ValidateResourceRequirements: names, non-negative quantities, integer extended
     resources, requests <= limits (equal for resources that cannot be overcommitted)."""
-    res = _dict(resources)
-    limits, requests = _dict(res.get("limits")), _dict(res.get("requests"))
+    res = as_dict(resources)
+    limits, requests = as_dict(res.get("limits")), as_dict(res.get("requests"))
     lim_path, req_path = f"{path}.limits", f"{path}.requests"
     causes: list[Cause] = []
     parsed_limits: dict[str, Quantity] = {}
@@ -191,7 +161,7 @@ def resources_causes(resources: Any, path: str) -> list[Cause]:
                     )
                 )
         elif not _overcommit_allowed(name) and name not in limits:
-            causes.append(_required(lim_path, "Limit must be set for non overcommitable resources"))
+            causes.append(required(lim_path, "Limit must be set for non overcommitable resources"))
     return causes
 
 
@@ -219,31 +189,31 @@ def _ports_causes(ports: list[Any], path: str) -> list[Cause]:
     causes: list[Cause] = []
     names: set[str] = set()
     for index, raw in enumerate(ports):
-        port = _dict(raw)
+        port = as_dict(raw)
         where = f"{path}[{index}]"
-        name = _str(port.get("name"))
+        name = as_str(port.get("name"))
         if name:
             problems = port_name_errors(name)
             if problems:
                 causes += [invalid(f"{where}.name", go_quote(name), m) for m in problems]
             elif name in names:
-                causes.append(_duplicate(f"{where}.name", name))
+                causes.append(duplicate(f"{where}.name", name))
             else:
                 names.add(name)
-        number = _int(port.get("containerPort"))
+        number = as_int(port.get("containerPort"))
         if not number:
-            causes.append(_required(f"{where}.containerPort"))
+            causes.append(required(f"{where}.containerPort"))
         elif not 1 <= number <= 65535:
             causes.append(invalid(f"{where}.containerPort", str(number), _PORT_RANGE))
-        host = _int(port.get("hostPort"))
+        host = as_int(port.get("hostPort"))
         if host and not 1 <= host <= 65535:
             causes.append(invalid(f"{where}.hostPort", str(host), _PORT_RANGE))
         protocol = port.get("protocol")
         if isinstance(protocol, str):
             if not protocol:
-                causes.append(_required(f"{where}.protocol"))
+                causes.append(required(f"{where}.protocol"))
             elif protocol not in _PROTOCOLS:
-                causes.append(_not_supported(f"{where}.protocol", protocol, _PROTOCOLS))
+                causes.append(not_supported(f"{where}.protocol", protocol, _PROTOCOLS))
     return causes
 
 
@@ -265,26 +235,26 @@ def _handler_causes(handler: Obj, path: str, kinds: tuple[str, ...]) -> list[Cau
         if kind not in kinds or handler.get(kind) is None:
             continue
         if count:
-            causes.append(_forbidden(f"{path}.{kind}", "may not specify more than 1 handler type"))
+            causes.append(forbidden(f"{path}.{kind}", "may not specify more than 1 handler type"))
             continue
         count += 1
-        action = _dict(handler.get(kind))
-        if kind == "exec" and not _list(action.get("command")):
-            causes.append(_required(f"{path}.exec.command"))
+        action = as_dict(handler.get(kind))
+        if kind == "exec" and not as_list(action.get("command")):
+            causes.append(required(f"{path}.exec.command"))
         elif kind in ("httpGet", "tcpSocket"):
             causes += _port_num_or_name(action.get("port"), f"{path}.{kind}.port")
             if kind == "httpGet":
                 scheme = action.get("scheme")
                 if isinstance(scheme, str) and scheme not in ("HTTP", "HTTPS"):
                     causes.append(
-                        _not_supported(f"{path}.httpGet.scheme", scheme, ("HTTP", "HTTPS"))
+                        not_supported(f"{path}.httpGet.scheme", scheme, ("HTTP", "HTTPS"))
                     )
         elif kind == "grpc":
-            port = _int(action.get("port"))
+            port = as_int(action.get("port"))
             if port is not None and not 1 <= port <= 65535:
                 causes.append(invalid(f"{path}.grpc.port", str(port), _PORT_RANGE))
     if not count:
-        causes.append(_required(path, "must specify a handler type"))
+        causes.append(required(path, "must specify a handler type"))
     return causes
 
 
@@ -294,17 +264,17 @@ def _probe_causes(probe: Any, path: str, which: str) -> list[Cause]:
         return []
     causes = _handler_causes(probe, path, ("exec", "httpGet", "tcpSocket", "grpc"))
     for key in _NONNEGATIVE_PROBE_FIELDS:
-        value = _int(probe.get(key))
+        value = as_int(probe.get(key))
         if value is not None and value < 0:
             causes.append(
                 invalid(f"{path}.{key}", str(value), "must be greater than or equal to 0")
             )
-    grace = _int(probe.get("terminationGracePeriodSeconds"))
+    grace = as_int(probe.get("terminationGracePeriodSeconds"))
     if grace is not None and grace <= 0:
         causes.append(
             invalid(f"{path}.terminationGracePeriodSeconds", str(grace), "must be greater than 0")
         )
-    success = _int(probe.get("successThreshold"))
+    success = as_int(probe.get("successThreshold"))
     if which in ("liveness", "startup") and success is not None and success != 1:
         causes.append(invalid(f"{path}.successThreshold", str(success), "must be 1"))
     if which == "readiness" and probe.get("terminationGracePeriodSeconds") is not None:
@@ -321,32 +291,32 @@ def _probe_causes(probe: Any, path: str, which: str) -> list[Cause]:
 def _container_common(ctr: Obj, volumes: dict[str, Obj], path: str) -> list[Cause]:
     """validateContainerCommon."""
     causes: list[Cause] = []
-    name = _str(ctr.get("name"))
+    name = as_str(ctr.get("name"))
     if not name:
-        causes.append(_required(f"{path}.name"))
+        causes.append(required(f"{path}.name"))
     else:
         causes += _label(name, f"{path}.name")
-    if not _str(ctr.get("image")):
-        causes.append(_required(f"{path}.image"))
+    if not as_str(ctr.get("image")):
+        causes.append(required(f"{path}.image"))
     policy = ctr.get("terminationMessagePolicy")
     if isinstance(policy, str) and policy not in _TERMINATION_MESSAGE_POLICIES:
         causes.append(
-            _required(f"{path}.terminationMessagePolicy")
+            required(f"{path}.terminationMessagePolicy")
             if not policy
-            else _not_supported(
+            else not_supported(
                 f"{path}.terminationMessagePolicy", policy, _TERMINATION_MESSAGE_POLICIES
             )
         )
-    causes += _ports_causes(_list(ctr.get("ports")), f"{path}.ports")
+    causes += _ports_causes(as_list(ctr.get("ports")), f"{path}.ports")
     causes += env_causes(ctr.get("env"), f"{path}.env")
     causes += env_from_causes(ctr.get("envFrom"), f"{path}.envFrom")
     causes += mount_causes(ctr.get("volumeMounts"), volumes, ctr, f"{path}.volumeMounts")
     pull = ctr.get("imagePullPolicy")
     if isinstance(pull, str) and pull not in _PULL_POLICIES:
         causes.append(
-            _required(f"{path}.imagePullPolicy")
+            required(f"{path}.imagePullPolicy")
             if not pull
-            else _not_supported(f"{path}.imagePullPolicy", pull, _PULL_POLICIES)
+            else not_supported(f"{path}.imagePullPolicy", pull, _PULL_POLICIES)
         )
     causes += resources_causes(ctr.get("resources"), f"{path}.resources")
     return causes
@@ -374,14 +344,14 @@ def _host_port_causes(containers: list[Obj], path: str) -> list[Cause]:
     causes: list[Cause] = []
     seen: set[str] = set()
     for ci, ctr in enumerate(containers):
-        for pi, raw in enumerate(_list(ctr.get("ports"))):
-            port = _dict(raw)
-            host = _int(port.get("hostPort"))
+        for pi, raw in enumerate(as_list(ctr.get("ports"))):
+            port = as_dict(raw)
+            host = as_int(port.get("hostPort"))
             if not host:
                 continue
-            key = f"{_str(port.get('protocol'))}/{_str(port.get('hostIP'))}/{host}"
+            key = f"{as_str(port.get('protocol'))}/{as_str(port.get('hostIP'))}/{host}"
             if key in seen:
-                causes.append(_duplicate(f"{path}[{ci}].ports[{pi}].hostPort", key))
+                causes.append(duplicate(f"{path}[{ci}].ports[{pi}].hostPort", key))
             seen.add(key)
     return causes
 
@@ -389,22 +359,22 @@ def _host_port_causes(containers: list[Obj], path: str) -> list[Cause]:
 def _containers_causes(containers: list[Any], volumes: dict[str, Obj], path: str) -> list[Cause]:
     """validateContainers."""
     if not containers:
-        return [_required(path)]
+        return [required(path)]
     causes: list[Cause] = []
     names: set[str] = set()
-    ctrs = [_dict(c) for c in containers]
+    ctrs = [as_dict(c) for c in containers]
     for index, ctr in enumerate(ctrs):
         where = f"{path}[{index}]"
         causes += _container_common(ctr, volumes, where)
-        name = _str(ctr.get("name"))
+        name = as_str(ctr.get("name"))
         if name in names:
-            causes.append(_duplicate(f"{where}.name", name))
+            causes.append(duplicate(f"{where}.name", name))
         else:
             names.add(name)
         causes += _probes(ctr, where)
         if ctr.get("restartPolicy") is not None:
             causes.append(
-                _forbidden(f"{where}.restartPolicy", "may not be set for non-init containers")
+                forbidden(f"{where}.restartPolicy", "may not be set for non-init containers")
             )
     return causes + _host_port_causes(ctrs, path)
 
@@ -417,17 +387,17 @@ def _init_containers_causes(
 ) -> list[Cause]:
     """validateInitContainers."""
     causes: list[Cause] = []
-    names = {_str(_dict(c).get("name")) for c in regular}
+    names = {as_str(as_dict(c).get("name")) for c in regular}
     for index, raw in enumerate(init):
-        ctr = _dict(raw)
+        ctr = as_dict(raw)
         where = f"{path}[{index}]"
         causes += _container_common(ctr, volumes, where)
         policy = ctr.get("restartPolicy")
         if isinstance(policy, str) and policy != "Always":
-            causes.append(_not_supported(f"{where}.restartPolicy", policy, ("Always",)))
-        name = _str(ctr.get("name"))
+            causes.append(not_supported(f"{where}.restartPolicy", policy, ("Always",)))
+        name = as_str(ctr.get("name"))
         if name in names:
-            causes.append(_duplicate(f"{where}.name", name))
+            causes.append(duplicate(f"{where}.name", name))
         elif name:
             names.add(name)
         causes += _host_port_causes([ctr], path)
@@ -436,7 +406,7 @@ def _init_containers_causes(
         else:
             for key in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
                 if ctr.get(key) is not None:
-                    causes.append(_forbidden(f"{where}.{key}", _INIT_FORBIDDEN))
+                    causes.append(forbidden(f"{where}.{key}", _INIT_FORBIDDEN))
     return causes
 
 
@@ -447,12 +417,12 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
     """The causes of a 422 for a pod spec at ``path`` (``spec`` for a Pod,
     ``spec.template.spec`` for a workload's template; ``pod_name`` a Pod's name)."""
     if not isinstance(spec, dict):
-        return [_required(f"{path}.containers")]
+        return [required(f"{path}.containers")]
     volumes, causes = volume_causes(spec.get("volumes"), f"{path}.volumes", pod_name)
-    containers = _list(spec.get("containers"))
+    containers = as_list(spec.get("containers"))
     causes += _containers_causes(containers, volumes, f"{path}.containers")
     causes += _init_containers_causes(
-        _list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
+        as_list(spec.get("initContainers")), containers, volumes, f"{path}.initContainers"
     )
     causes += ephemeral_containers_causes(
         spec, f"{path}.ephemeralContainers", lambda c, at: _container_common(c, volumes, at)
@@ -461,22 +431,22 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
     restart = spec.get("restartPolicy")
     if isinstance(restart, str) and restart not in _RESTART_POLICIES:
         causes.append(
-            _required(f"{path}.restartPolicy")
+            required(f"{path}.restartPolicy")
             if not restart
-            else _not_supported(f"{path}.restartPolicy", restart, _RESTART_POLICIES)
+            else not_supported(f"{path}.restartPolicy", restart, _RESTART_POLICIES)
         )
     dns = spec.get("dnsPolicy")
     if isinstance(dns, str) and dns not in _DNS_POLICIES:
         causes.append(
-            _required(f"{path}.dnsPolicy")
+            required(f"{path}.dnsPolicy")
             if not dns
-            else _not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES)
+            else not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES)
         )
     causes += label_causes(spec.get("nodeSelector"), f"{path}.nodeSelector")
     causes += podsecurity.pod_security_causes(spec, path)
     causes += podscheduling.placement_causes(spec, path)
     causes += podsecurity.host_users_causes(spec, path) + poddns.names_causes(spec, path)
-    deadline = _int(spec.get("activeDeadlineSeconds"))
+    deadline = as_int(spec.get("activeDeadlineSeconds"))
     if deadline is not None and not 1 <= deadline <= 2**31 - 1:
         causes.append(
             invalid(
@@ -486,7 +456,7 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
             )
         )
     for key in ("hostname", "subdomain"):
-        value = _str(spec.get(key))
+        value = as_str(spec.get(key))
         if value:
             causes += _label(value, f"{path}.{key}")
     causes += podscheduling.tail_causes(spec, path)
@@ -497,8 +467,8 @@ def pod_spec_causes(spec: Any, path: str, pod_name: str = "") -> list[Cause]:
 
 def _template_causes(template: Any, path: str) -> list[Cause]:
     """ValidatePodTemplateSpec: the template's labels and annotations, and its pod spec."""
-    tmpl = _dict(template)
-    meta = _dict(tmpl.get("metadata"))
+    tmpl = as_dict(template)
+    meta = as_dict(tmpl.get("metadata"))
     return (
         label_causes(meta.get("labels"), f"{path}.labels")
         + annotation_causes(meta.get("annotations"), f"{path}.annotations")
@@ -508,7 +478,7 @@ def _template_causes(template: Any, path: str) -> list[Cause]:
 
 
 def validate_pod(obj: Obj, old: Obj | None) -> list[Cause]:
-    name = _str(_dict(obj.get("metadata")).get("name"))
+    name = as_str(as_dict(obj.get("metadata")).get("name"))
     causes = pod_spec_causes(obj.get("spec"), "spec", name)
     return causes + (on_create_causes(obj.get("spec"), "spec") if old is None else [])
 
@@ -520,10 +490,10 @@ def validate_pod_template(obj: Obj, old: Obj | None) -> list[Cause]:
 def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
     """ValidateReplicationControllerSpec's template part (the selector rules are the workload
     validators'): a template is required to create pods from."""
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     template = spec.get("template")
     if template is None:
-        return [_required("spec.template")]
+        return [required("spec.template")]
     return _template_causes(template, "spec.template")
 
 

@@ -16,8 +16,10 @@ from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.validation.fields import (
     Typed,
     as_dict,
+    as_int,
     as_list,
     as_str,
+    duplicate,
     forbidden,
     invalid,
     not_supported,
@@ -25,8 +27,6 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
 )
 from kubelite.api.kinds.validation.podcommon import (
-    as_int,
-    duplicate,
     label_causes,
     local_descending_path,
     local_non_reserved_path,
