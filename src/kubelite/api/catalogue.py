@@ -420,6 +420,13 @@ class Catalogue:
         """The kind served at ``/apis/<group>/<version>/<plural>`` (``/api/v1/...`` for "")."""
         return self._by_resource.get((group, version, plural))
 
+    def require(self, group: str, version: str, plural: str) -> ResourceInfo:
+        """:meth:`lookup` of a kind the server cannot run without (ValueError if unserved)."""
+        info = self.lookup(group, version, plural)
+        if info is None:
+            raise ValueError(f"the catalogue does not serve {plural}")
+        return info
+
     def lookup_kind(self, group: str, version: str, kind: str) -> ResourceInfo | None:
         return self._by_kind.get((group, version, kind))
 

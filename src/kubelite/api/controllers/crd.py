@@ -48,9 +48,7 @@ class CRDController:
         *,
         retry_seconds: float = 0.2,
     ) -> None:
-        info = catalogue.lookup(crds.GROUP, "v1", crds.PLURAL)
-        if info is None:
-            raise ValueError("the catalogue does not serve customresourcedefinitions")
+        info = catalogue.require(crds.GROUP, "v1", crds.PLURAL)
         self.info = info
         self.registry = registry
         self.catalogue = catalogue

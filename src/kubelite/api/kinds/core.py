@@ -289,9 +289,7 @@ async def ensure_kubernetes_service(
     """Create ``default/kubernetes`` (at the range's first address) when it is missing
     (several servers may race: the loser finds the IP or the name taken, and then the
     Service)."""
-    info = catalogue.lookup("", "v1", "services")
-    if info is None:
-        raise ValueError("the catalogue does not serve services")
+    info = catalogue.require("", "v1", "services")
     for _ in range(50):
         try:
             await registry.get(info, "default", "kubernetes")
@@ -516,9 +514,7 @@ def read_only_storages(info: ResourceInfo, backing: Backing) -> Storages:
 
 def service_account_lookup(registry: Registry, catalogue: Catalogue) -> AccountLookup:
     """How the token authenticator finds the account a token names (None when it is gone)."""
-    info = catalogue.lookup("", "v1", "serviceaccounts")
-    if info is None:
-        raise ValueError("the catalogue does not serve serviceaccounts")
+    info = catalogue.require("", "v1", "serviceaccounts")
 
     async def lookup(namespace: str, name: str) -> Obj | None:
         try:

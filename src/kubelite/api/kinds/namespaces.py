@@ -246,10 +246,7 @@ class NamespaceLifecycleAdmission:
 
 
 def namespace_info(catalogue: Catalogue) -> ResourceInfo:
-    info = catalogue.lookup(GROUP, "v1", PLURAL)
-    if info is None:
-        raise ValueError("the catalogue does not serve namespaces")
-    return info
+    return catalogue.require(GROUP, "v1", PLURAL)
 
 
 async def ensure_system_namespaces(registry: Registry, catalogue: Catalogue) -> None:

@@ -135,10 +135,7 @@ def _forbidden(attrs: Attributes, why: str) -> APIError:
 
 
 def priority_class_info(catalogue: Catalogue) -> ResourceInfo:
-    info = catalogue.lookup(GROUP, "v1", PLURAL)
-    if info is None:
-        raise ValueError("the catalogue does not serve priorityclasses")
-    return info
+    return catalogue.require(GROUP, "v1", PLURAL)
 
 
 async def ensure_system_priority_classes(registry: Registry, catalogue: Catalogue) -> None:
