@@ -154,6 +154,18 @@ def label_causes(labels: Any, path: str) -> list[Cause]:
     return causes
 
 
+def set_operator_causes(op: str, values: list[Any], path: str) -> list[Cause] | None:
+    """The values an In/NotIn (some) or Exists/DoesNotExist (none) requirement takes, as label
+    and node selector requirements check them; None for any other operator."""
+    if op in ("In", "NotIn"):
+        detail = "must be specified when `operator` is 'In' or 'NotIn'"
+        return [] if values else [required(path, detail)]
+    if op in ("Exists", "DoesNotExist"):
+        detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+        return [forbidden(path, detail)] if values else []
+    return None
+
+
 def selector_causes(selector: Any, path: str) -> list[Cause]:
     """ValidateLabelSelector (AllowInvalidLabelValueInSelector false)."""
     sel = as_dict(selector)
@@ -162,21 +174,11 @@ def selector_causes(selector: Any, path: str) -> list[Cause]:
         expr = as_dict(expr)
         at = f"{path}.matchExpressions[{i}]"
         op, values = as_str(expr.get("operator")), as_list(expr.get("values"))
-        if op in ("In", "NotIn"):
-            if not values:
-                causes.append(
-                    required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'")
-                )
-        elif op in ("Exists", "DoesNotExist"):
-            if values:
-                causes.append(
-                    forbidden(
-                        f"{at}.values",
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    )
-                )
-        else:
+        set_causes = set_operator_causes(op, values, f"{at}.values")
+        if set_causes is None:
             causes.append(invalid(f"{at}.operator", Typed(op), "not a valid selector operator"))
+        else:
+            causes += set_causes
         key = as_str(expr.get("key"))
         causes += [invalid(f"{at}.key", key, m) for m in _label_key_errors(key)]
         for j, value in enumerate(values):

@@ -28,6 +28,7 @@ from kubelite.api.kinds.validation.fields import (
     not_supported,
     required,
     selector_causes,
+    set_operator_causes,
 )
 from kubelite.api.metavalidation import (
     label_value_errors,
@@ -54,31 +55,15 @@ def _label_name(name: str, path: str) -> list[Cause]:
 
 def _node_requirement(req: Obj, path: str) -> list[Cause]:
     """ValidateNodeSelectorRequirement."""
-    causes: list[Cause] = []
     op, values = as_str(req.get("operator")), as_list(req.get("values"))
-    if op in ("In", "NotIn"):
-        if not values:
-            causes.append(
-                required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'")
-            )
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            causes.append(
-                forbidden(
-                    f"{path}.values",
-                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                )
-            )
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            causes.append(
-                required(
-                    f"{path}.values",
-                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
-                )
-            )
-    else:
-        causes.append(invalid(f"{path}.operator", Typed(op), "not a valid selector operator"))
+    causes = set_operator_causes(op, values, f"{path}.values")
+    if causes is None:
+        causes = []
+        if op not in ("Gt", "Lt"):
+            causes.append(invalid(f"{path}.operator", Typed(op), "not a valid selector operator"))
+        elif len(values) != 1:
+            detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
+            causes.append(required(f"{path}.values", detail))
     return causes + _label_name(as_str(req.get("key")), f"{path}.key")
 
 
