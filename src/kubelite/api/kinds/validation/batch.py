@@ -21,12 +21,12 @@ from kubelite.api.kinds.validation.fields import (
     as_str,
     invalid,
     label_causes,
-    labels_value,
     nonnegative,
     not_supported,
     required,
     selector_causes,
     selector_matches,
+    selector_mismatch,
     selector_parses,
     selector_value,
 )
@@ -326,13 +326,7 @@ def _job_selector_causes(spec: Obj) -> list[Cause]:
     if not isinstance(selector, dict) or (
         selector_parses(selector) and not selector_matches(selector, labels)
     ):
-        causes.append(
-            invalid(
-                "spec.template.metadata.labels",
-                labels_value(labels),
-                "`selector` does not match template `labels`",
-            )
-        )
+        causes.append(selector_mismatch(labels))
     return causes
 
 

@@ -229,6 +229,15 @@ def mismatch(selector: Any, labels: Any) -> bool:
     return not selector_empty(selector) and not selector_matches(selector, labels)
 
 
+def selector_mismatch(labels: Any) -> Cause:
+    """The 422 cause of a workload whose template's labels its selector does not match."""
+    return invalid(
+        "spec.template.metadata.labels",
+        labels_value(labels),
+        "`selector` does not match template `labels`",
+    )
+
+
 def labels_value(labels: Any) -> Any:
     """A template's labels as field errors print them (a nil map is ``null``)."""
     return labels if isinstance(labels, dict) else None

@@ -24,7 +24,6 @@ from kubelite.api.kinds.validation.fields import (
     forbidden,
     invalid,
     label_causes,
-    labels_value,
     mismatch,
     nonnegative,
     not_supported,
@@ -32,6 +31,7 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
     selector_empty,
     selector_matches,
+    selector_mismatch,
     selector_parses,
     selector_value,
 )
@@ -66,13 +66,7 @@ def _template_causes(
     causes: list[Cause] = []
     selector = spec.get("selector")
     if selector_ok and mismatch(selector, meta.get("labels")):
-        causes.append(
-            invalid(
-                "spec.template.metadata.labels",
-                labels_value(meta.get("labels")),
-                "`selector` does not match template `labels`",
-            )
-        )
+        causes.append(selector_mismatch(meta.get("labels")))
     if check_pod_spec:
         causes += label_causes(meta.get("labels"), "spec.template.labels")
         causes += pods.pod_spec_causes(template.get("spec") or {}, "spec.template.spec")
@@ -262,13 +256,7 @@ def validate_daemonset(obj: Obj, old: Obj | None) -> list[Cause]:
     if not isinstance(selector, dict) or (
         selector_parses(selector) and not selector_matches(selector, labels)
     ):
-        causes.append(
-            invalid(
-                "spec.template.metadata.labels",
-                labels_value(labels),
-                "`selector` does not match template `labels`",
-            )
-        )
+        causes.append(selector_mismatch(labels))
     if isinstance(selector, dict) and selector_empty(selector):
         causes.append(
             invalid(
@@ -382,13 +370,7 @@ def validate_statefulset(obj: Obj, old: Obj | None) -> list[Cause]:
         meta = as_dict(template.get("metadata"))
         selector = spec.get("selector")
         if mismatch(selector, meta.get("labels")):
-            causes.append(
-                invalid(
-                    "spec.template.metadata.labels",
-                    labels_value(meta.get("labels")),
-                    "`selector` does not match template `labels`",
-                )
-            )
+            causes.append(selector_mismatch(meta.get("labels")))
         causes += label_causes(meta.get("labels"), "spec.template.labels")
     causes += _restart_always(as_dict(spec.get("template")), "StatefulSet")
     if old is not None:
@@ -427,13 +409,7 @@ def validate_replication_controller(obj: Obj, old: Obj | None) -> list[Cause]:
     template = spec.get("template")
     labels = as_dict(as_dict(template).get("metadata")).get("labels")
     if template is not None and selector and mismatch({"matchLabels": selector}, labels):
-        causes.append(
-            invalid(
-                "spec.template.metadata.labels",
-                labels_value(labels),
-                "`selector` does not match template `labels`",
-            )
-        )
+        causes.append(selector_mismatch(labels))
     causes += pods.validate_replication_controller(obj, old)
     if template is None:
         return causes
