@@ -99,6 +99,26 @@ def main(argv: list[str] | None = None) -> int:
         default=60.0,
         help="how long a request (not a watch) may take, body included, e.g. 1m0s or 30s",
     )
+    s.add_argument(
+        "--authorization-mode",
+        choices=("RBAC", "AlwaysAllow"),
+        default="RBAC",
+        help="RBAC: system:masters may do anything, others what Roles and bindings grant; "
+        "AlwaysAllow: every authenticated request is allowed",
+    )
+    k = sub.add_parser(
+        "kubeconfig",
+        help="print a kubeconfig that acts as a user in groups (for testing RBAC)",
+        description="Writes a kubeconfig for the server of --data-dir whose credential is a "
+        "token signed with the server's key, authenticating as --user in each --group (and "
+        "system:authenticated). What the user may do is what RBAC grants it.",
+    )
+    k.add_argument("--user", required=True, help="the user name, e.g. alice")
+    k.add_argument("--group", action="append", default=[], help="a group of the user (repeatable)")
+    k.add_argument("--data-dir", default="./kubelite-data", help="the server's data dir")
+    k.add_argument("--namespace", default="default", help="the context's namespace")
+    k.add_argument("--expiration", type=_duration, default=365 * 86400.0, help="validity, e.g. 24h")
+    k.add_argument("-o", "--output", default=None, help="write here (mode 0600), not stdout")
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
@@ -169,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.max_mutating_requests_inflight,
                 args.request_timeout,
             ),
+            authorization_mode=args.authorization_mode,
         )
         try:
             uvloop.run(serve(options))
@@ -198,7 +219,33 @@ def main(argv: list[str] | None = None) -> int:
         return run_conflict_demo(args.kubeconfig, args.writers, args.updates)
     if args.command == "snapshot":
         return _snapshot(args)
+    if args.command == "kubeconfig":
+        return _kubeconfig(args)
     return 2
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from kubelite.server.serve import user_kubeconfig
+    from kubelite.server.startup import StartupError
+
+    try:
+        config = user_kubeconfig(
+            Path(args.data_dir), args.user, args.group, args.expiration, args.namespace
+        )
+    except StartupError as exc:
+        print(f"kubelite: {exc}", file=sys.stderr)
+        return 1
+    text = json.dumps(config, indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return 0
 
 
 def _snapshot(args: argparse.Namespace) -> int:

@@ -10,10 +10,12 @@ that share its token. A token authenticates only while it has not expired, names
 server's audience, and its service account still exists with the same uid (kube-apiserver's
 "legacy" and bound-token checks, without pod binding).
 
-:class:`TokenAuthenticator` is the server's authenticator: the admin token, or a service account
-token whose account still exists with the same uid.
-
-kubelite has no authorizer yet: an authenticated service account may do what the admin may.
+:class:`TokenAuthenticator` is the server's authenticator: the admin token, a service account
+token whose account still exists with the same uid, or a user token that
+``kubelite kubeconfig --user NAME --group G`` signed with the same key (kube-apiserver would
+take an x509 client certificate here; kubelite's HTTP server, granian, does not hand the
+application the client's certificate, so a signed token carries the same user and groups).
+What each user may do is the authorizer's decision (:mod:`kubelite.api.authorizer`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ ISSUER = API_AUDIENCE
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600
 MAX_EXPIRATION = 1 << 32
+#: the audience of the user tokens ``kubelite kubeconfig --user`` writes
+USER_AUDIENCE = "kubelite-user"
+AUTHENTICATED_GROUP = "system:authenticated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +52,17 @@ class User:
     name: str
     groups: tuple[str, ...]
     uid: str = ""
+    #: (key, values) pairs, as kube's ``user.Info.GetExtra()``
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def info(self) -> Obj:
+        """The user as kube's ``UserInfo`` (SelfSubjectReview, TokenReview, audit events)."""
         out: Obj = {"username": self.name}
         if self.uid:
             out["uid"] = self.uid
         out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = {key: list(values) for key, values in self.extra}
         return out
 
 
@@ -128,16 +138,8 @@ class ServiceAccountTokens:
     def verify(self, token: str, now: float | None = None) -> ServiceAccountClaim | None:
         """The claim of a token this server (or one sharing its admin token) issued, if its
         signature holds and it is within its validity; the caller checks the account exists."""
-        parts = token.split(".")
-        if len(parts) != 3 or parts[0] != _HEADER:
-            return None
-        if not hmac.compare_digest(parts[2], self._sign(f"{parts[0]}.{parts[1]}")):
-            return None
+        claims = self._claims(token, now)
         try:
-            claims = orjson.loads(_unb64(parts[1]))
-            current = time.time() if now is None else now
-            if not claims["nbf"] <= current < claims["exp"]:
-                return None
             k8s = claims["kubernetes.io"]
             return ServiceAccountClaim(
                 k8s["namespace"],
@@ -145,8 +147,60 @@ class ServiceAccountTokens:
                 k8s["serviceaccount"]["uid"],
                 tuple(claims["aud"]),
             )
-        except (ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             return None
+
+    def issue_user(
+        self, name: str, groups: list[str], expiration: int, now: float | None = None
+    ) -> str:
+        """A token that authenticates as user ``name`` in ``groups`` (and
+        ``system:authenticated``) until ``expiration`` seconds from now: what
+        ``kubelite kubeconfig --user`` writes."""
+        issued = int(time.time() if now is None else now)
+        claims = {
+            "aud": [USER_AUDIENCE],
+            "exp": issued + expiration,
+            "iat": issued,
+            "iss": ISSUER,
+            "nbf": issued,
+            "sub": name,
+            "groups": groups,
+        }
+        signing_input = f"{_HEADER}.{_b64(orjson.dumps(claims))}"
+        return f"{signing_input}.{self._sign(signing_input)}"
+
+    def verify_user(self, token: str, now: float | None = None) -> User | None:
+        """The user of a token from :meth:`issue_user`, while it is valid."""
+        claims = self._claims(token, now)
+        try:
+            if claims["aud"] != [USER_AUDIENCE]:
+                return None
+            name, groups = claims["sub"], claims["groups"]
+            if not isinstance(name, str) or not name or not isinstance(groups, list):
+                return None
+            if not all(isinstance(g, str) for g in groups):
+                return None
+        except (KeyError, TypeError):
+            return None
+        if AUTHENTICATED_GROUP not in groups:
+            groups = [*groups, AUTHENTICATED_GROUP]
+        return User(name, tuple(groups))
+
+    def _claims(self, token: str, now: float | None) -> Any:
+        """A signed token's claims while it is within its validity, else an empty dict."""
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != _HEADER:
+            return {}
+        if not hmac.compare_digest(parts[2], self._sign(f"{parts[0]}.{parts[1]}")):
+            return {}
+        try:
+            claims = orjson.loads(_unb64(parts[1]))
+            current = time.time() if now is None else now
+            if not claims["nbf"] <= current < claims["exp"]:
+                return {}
+        except (ValueError, KeyError, TypeError):
+            return {}
+        return claims
 
 
 def token_request_response(
@@ -231,6 +285,9 @@ class TokenAuthenticator:
         """The user a bearer token authenticates (also what a TokenReview asks), or None."""
         if hmac.compare_digest(token.encode(), self._admin):
             return ADMIN
+        user = self.tokens.verify_user(token)
+        if user is not None:
+            return user
         claim = self.tokens.verify(token)
         if claim is None or API_AUDIENCE not in claim.audiences:
             return None

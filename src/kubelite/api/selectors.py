@@ -402,8 +402,11 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
-def parse_field_selector(text: str, supported: Collection[str] = DEFAULT_FIELDS) -> FieldSelector:
-    """Parse a ``fieldSelector``; fields outside ``supported`` are refused as kube-apiserver does.
+def parse_field_selector(
+    text: str, supported: Collection[str] | None = DEFAULT_FIELDS
+) -> FieldSelector:
+    """Parse a ``fieldSelector``; fields outside ``supported`` are refused as kube-apiserver does
+    (None: any field, as the request info reads it).
 
     Terms are checked in sorted order, as apimachinery sorts them, so the first error reported is
     the one kube-apiserver reports.
@@ -421,7 +424,7 @@ def parse_field_selector(text: str, supported: Collection[str] = DEFAULT_FIELDS)
         value = _unescape(part[i + len(op) :])
         terms.append(FieldTerm(part[:i], "!=" if op == "!=" else "=", value))
     for term in terms:
-        if term.field not in supported:
+        if supported is not None and term.field not in supported:
             raise SelectorError(f"field label not supported: {term.field}")
     return FieldSelector(tuple(terms))
 

@@ -7,12 +7,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
 from kubelite.server.filters import (
     Auditor,
     Authenticator,
-    Authorizer,
     Metrics,
     RequestLog,
     build_chain,
@@ -32,6 +32,7 @@ class KubeliteApp:
         authenticator: Authenticator | None,
         *,
         authorizer: Authorizer | None = None,
+        anonymous: bool = False,
         auditor: Auditor | None = None,
         metrics: Metrics | None = None,
         request_log: RequestLog | None = None,
@@ -53,6 +54,7 @@ class KubeliteApp:
             routes,
             authenticator=authenticator,
             authorizer=authorizer,
+            anonymous=anonymous,
             auditor=auditor,
             metrics=metrics,
             request_log=request_log,

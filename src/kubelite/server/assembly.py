@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubelite.api.authn import ServiceAccountTokens, TokenAuthenticator
+from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.namespace import NamespaceController
@@ -32,6 +33,7 @@ from kubelite.api.kinds.priority import (
     ensure_system_priority_classes,
     priority_class_info,
 )
+from kubelite.api.rbacindex import RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
@@ -42,6 +44,9 @@ from kubelite.server.metrics import APIMetrics
 from kubelite.server.overload import Limits
 from kubelite.storage import Store, StoreOptions, open_store
 from kubelite.storage.timed import TimedStore
+
+RBAC, ALWAYS_ALLOW = "RBAC", "AlwaysAllow"
+AUTHORIZATION_MODES = (RBAC, ALWAYS_ALLOW)
 
 
 @dataclass
@@ -60,9 +65,13 @@ class Assembly:
     app: KubeliteApp
     metrics: APIMetrics | None = None
     audit: AuditLog | None = None
+    #: the RBAC authorizer (None under ``AlwaysAllow``)
+    rbac: RBACAuthorizer | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.rbac is not None:
+            await self.rbac.close()
         await self.namespace_controller.close()
         await self.crd_controller.close()
         await self.caches.close()
@@ -79,6 +88,7 @@ async def assemble(
     metrics: bool = True,
     audit: AuditLog | None = None,
     limits: Limits | None = None,
+    authorization_mode: str = RBAC,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -116,6 +126,12 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
+    rbac = None
+    authorizer: Authorizer = AlwaysAllow()
+    if authorization_mode == RBAC:
+        rbac = RBACAuthorizer(registry, catalogue)
+        await rbac.start()
+        authorizer = PrivilegedGroups(rbac)
     stopping = asyncio.Event()
 
     async def informers_synced() -> None:
@@ -126,6 +142,8 @@ async def assemble(
         registry,
         catalogue,
         authenticator,
+        authorizer=authorizer if authenticator is not None else None,
+        anonymous=rbac is not None,
         auditor=audit,
         metrics=api_metrics,
         request_log=request_logger(),
@@ -146,6 +164,7 @@ async def assemble(
         app,
         api_metrics,
         audit,
+        rbac,
     )
 
 

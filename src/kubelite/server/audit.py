@@ -156,9 +156,11 @@ class AuditRecord:
             "stage": stage,
             "requestURI": _request_uri(request),
             "verb": info.verb,
-            "user": _user(request.user),
-            "sourceIPs": source_ips(request),
+            "user": _user(request.impersonator or request.user),
         }
+        if request.impersonator is not None:
+            event["impersonatedUser"] = _user(request.user)
+        event["sourceIPs"] = source_ips(request)
         agent = request.headers.get("user-agent")
         if agent:
             event["userAgent"] = agent

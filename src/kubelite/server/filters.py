@@ -37,8 +37,12 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.authn import ANONYMOUS, User
+from kubelite.api.authorizer import Authorizer
 from kubelite.api.errors import APIError
+from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
+from kubelite.api.selectors import SelectorError, parse_field_selector
+from kubelite.server.impersonation import with_impersonation
 from kubelite.server.messages import Request, Send, send_error
 from kubelite.server.overload import Limits, with_max_in_flight, with_timeout
 from kubelite.server.requestinfo import request_info
@@ -57,12 +61,6 @@ PUBLIC_PATHS = frozenset({*HEALTH_PATHS, "/version"})
 class Authenticator(Protocol):
     async def authenticate(self, authorization: str) -> User | None:
         """The user an ``Authorization`` header names, or None when it names none."""
-        ...
-
-
-class Authorizer(Protocol):
-    async def authorize(self, user: User, info: RequestInfo) -> None:
-        """Raise a 403 APIError when ``user`` may not do what ``info`` asks."""
         ...
 
 
@@ -175,8 +173,13 @@ def with_request_info(inner: Handler) -> Handler:
     return parse
 
 
-def with_authentication(inner: Handler, authenticator: Authenticator | None) -> Handler:
-    """``authenticator`` None: authentication is off and every request is the admin's."""
+def with_authentication(
+    inner: Handler, authenticator: Authenticator | None, *, anonymous: bool = False
+) -> Handler:
+    """``authenticator`` None: authentication is off and every request is the admin's.
+    ``anonymous``: a request without credentials is ``system:anonymous`` on every path (the
+    authorizer decides what it may do, as kube-apiserver's anonymous authenticator); otherwise
+    only on the public paths, and refused with 401 elsewhere."""
     if authenticator is None:
         return inner
 
@@ -187,7 +190,7 @@ def with_authentication(inner: Handler, authenticator: Authenticator | None) -> 
             if user is None:
                 raise errors.unauthorized()
             request.user = user
-        elif _path(request) in PUBLIC_PATHS:
+        elif anonymous or _path(request) in PUBLIC_PATHS:
             request.user = ANONYMOUS
         else:
             raise errors.unauthorized()
@@ -196,15 +199,44 @@ def with_authentication(inner: Handler, authenticator: Authenticator | None) -> 
     return authenticate
 
 
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
+REASON_ANNOTATION = "authorization.k8s.io/reason"
+
+
 def with_authorization(inner: Handler, authorizer: Authorizer | None) -> Handler:
+    """kube's ``WithAuthorization``: the authorizer's decision on the request's attributes; a
+    request it does not allow gets the 403 Status that names what was refused. The decision
+    and its reason are the audit event's annotations."""
     if authorizer is None:
         return inner
 
     async def authorize(request: Request, send: Send) -> None:
-        await authorizer.authorize(request.user, request.info)
+        attrs = authorization_attributes(request)
+        decision = authorizer.authorize(request.user, attrs)
+        annotations = request.audit_annotations
+        annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
+        annotations[REASON_ANNOTATION] = decision.reason
+        if not decision.allowed:
+            raise forbidden(request.user, attrs, decision.reason)
         await inner(request, send)
 
     return authorize
+
+
+def authorization_attributes(request: Request) -> RequestInfo:
+    """The request info, with a list or watch that pins ``metadata.name`` in its field
+    selector named (kube's request info does so, so that ``resourceNames`` rules can allow a
+    watch of one object)."""
+    info = request.info
+    if info.verb in ("list", "watch") and "fieldSelector" in request.query:
+        try:
+            selector = parse_field_selector(request.query["fieldSelector"], None)
+        except SelectorError:
+            return info
+        name = selector.exact_name()
+        if name:
+            return info._replace(name=name)
+    return info
 
 
 def with_audit(inner: Handler, auditor: Auditor | None) -> Handler:
@@ -320,6 +352,7 @@ def build_chain(
     *,
     authenticator: Authenticator | None,
     authorizer: Authorizer | None = None,
+    anonymous: bool = False,
     auditor: Auditor | None = None,
     metrics: Metrics | None = None,
     request_log: RequestLog | None = None,
@@ -329,8 +362,9 @@ def build_chain(
     limits = limits or Limits()
     handler = with_authorization(routes, authorizer)
     handler = with_max_in_flight(handler, limits)
+    handler = with_impersonation(handler, authorizer)
     handler = with_audit(handler, auditor)
-    handler = with_authentication(handler, authenticator)
+    handler = with_authentication(handler, authenticator, anonymous=anonymous)
     handler = with_timeout(handler, limits)
     handler = with_metrics(handler, metrics)
     handler = with_request_log(handler, request_log)

@@ -65,6 +65,9 @@ class Request:
         self.info = UNPARSED
         #: set by the authentication filter (the admin when authentication is off)
         self.user = authn.ADMIN
+        #: set by the impersonation filter: who authenticated, when ``user`` is whom they
+        #: impersonate
+        self.impersonator: authn.User | None = None
         #: set by the audit-init filter: the ``Audit-Id`` this request's events and log line carry
         self.audit_id = ""
         #: the response's status code once its head is sent (0 before; the audit-init filter,

@@ -21,7 +21,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from kubelite.api.authn import ServiceAccountTokens
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
@@ -59,6 +61,8 @@ class ServeOptions:
     audit_log_path: str | None = None
     audit_policy_file: str | None = None
     limits: Limits = field(default_factory=Limits)
+    #: "RBAC" or "AlwaysAllow" (:data:`kubelite.server.assembly.AUTHORIZATION_MODES`)
+    authorization_mode: str = "RBAC"
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -72,28 +76,30 @@ def load_or_create_token(data_dir: Path) -> str:
     return token
 
 
-def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> Path:
-    """A complete kubeconfig (JSON is YAML): cluster, user, context, current-context."""
-    ca_data = base64.b64encode(ca_cert.read_bytes()).decode()
-    cluster = {"server": server, "certificate-authority-data": ca_data}
-    config = {
+def kubeconfig_document(
+    server: str, ca_pem: bytes, user: str, token: str, namespace: str = "default"
+) -> dict[str, Any]:
+    """A complete kubeconfig: cluster ``kubelite``, ``user`` with ``token``, one context."""
+    cluster = {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}
+    return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "kubelite", "cluster": cluster}],
-        "users": [{"name": "kubelite-admin", "user": {"token": token}}],
+        "users": [{"name": user, "user": {"token": token}}],
         "contexts": [
             {
                 "name": "kubelite",
-                "context": {
-                    "cluster": "kubelite",
-                    "user": "kubelite-admin",
-                    "namespace": "default",
-                },
+                "context": {"cluster": "kubelite", "user": user, "namespace": namespace},
             }
         ],
         "current-context": "kubelite",
         "preferences": {},
     }
+
+
+def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> Path:
+    """The administrator's kubeconfig (JSON is YAML), written atomically, mode 0600."""
+    config = kubeconfig_document(server, ca_cert.read_bytes(), "kubelite-admin", token)
     path = data_dir / "kubeconfig"
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -101,6 +107,26 @@ def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> 
         json.dump(config, f, indent=2)
     os.replace(tmp, path)
     return path
+
+
+def user_kubeconfig(
+    data_dir: Path, user: str, groups: list[str], expiration: float, namespace: str
+) -> dict[str, Any]:
+    """A kubeconfig for the server of ``data_dir`` that authenticates as ``user`` in
+    ``groups`` for ``expiration`` seconds (``kubelite kubeconfig``): the data dir's admin
+    kubeconfig names the server, and its token signs the user's."""
+    try:
+        admin = json.loads((data_dir / "kubeconfig").read_text())
+        token = (data_dir / "token").read_text().strip()
+        ca_pem = (data_dir / "ca.crt").read_bytes()
+    except (OSError, ValueError) as exc:
+        raise StartupError(
+            f"{data_dir} holds no server's credentials ({exc}); "
+            "run `kubelite serve --data-dir` there first"
+        ) from None
+    server = admin["clusters"][0]["cluster"]["server"]
+    signed = ServiceAccountTokens(token).issue_user(user, groups, int(expiration))
+    return kubeconfig_document(server, ca_pem, user, signed, namespace)
 
 
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
@@ -207,6 +233,7 @@ async def _serve(
             metrics=options.metrics,
             audit=audit,
             limits=options.limits,
+            authorization_mode=options.authorization_mode,
         )
         try:
             port = sock.getsockname()[1]

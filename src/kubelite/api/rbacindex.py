@@ -1,0 +1,331 @@
+"""The RBAC authorizer: Roles, ClusterRoles, RoleBindings and ClusterRoleBindings held in memory,
+indexed by subject, kept current by watches, with decisions cached until the policy changes.
+
+:class:`PolicyIndex` holds the four kinds and answers kube's ``VisitRulesFor``: the bindings
+whose subjects are the user (found by user name and by each group, not by scanning every
+binding), in kube's visit order (cluster role bindings, then the namespace's role bindings, each
+by name), each with its role's rules or the error resolving it.
+
+:class:`RBACAuthorizer` decides on request attributes as kube's RBAC authorizer does (allow on
+the first rule that matches; never deny; the reason ``RBAC: <errors>`` when resolving failed)
+and remembers each decision until the index changes: a request that was decided before costs a
+dictionary lookup. It follows the stored objects like any informer (list, then watch from the
+list's revision; list again when the watch ends), on every server over the same store, so a
+change takes effect everywhere within the watch's delay. :meth:`RBACAuthorizer.caught_up` lets
+an RBAC write answer only after this server's authorizer has seen it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from kubelite.api.authn import User
+from kubelite.api.authorizer import Decision
+from kubelite.api.catalogue import Catalogue
+from kubelite.api.listing import ListOptions
+from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows
+from kubelite.api.registry import Registry
+from kubelite.api.request import RequestInfo
+from kubelite.api.rest import Context, Watcher, WatchOptions
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+GROUP = "rbac.authorization.k8s.io"
+ROLES, CLUSTER_ROLES = "roles", "clusterroles"
+ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS = "rolebindings", "clusterrolebindings"
+PLURALS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
+#: decisions remembered at most; the cache starts over when full
+CACHE_SIZE = 8192
+CAUGHT_UP_TIMEOUT = 10.0
+
+
+class Binding(NamedTuple):
+    """A RoleBinding (``namespace`` set) or ClusterRoleBinding, as the index keeps it."""
+
+    namespace: str
+    name: str
+    role_kind: str
+    role_name: str
+    subjects: tuple[Obj, ...]
+
+    def describe(self, subject: Obj) -> str:
+        """kube's ``clusterRoleBindingDescriber``/``roleBindingDescriber``: who it grants what."""
+        kind = subject.get("kind", "")
+        name = subject.get("name", "")
+        if kind == "ServiceAccount":
+            name = f"{name}/{subject.get('namespace') or self.namespace}"
+        whom = f'{kind} "{name}"'
+        if self.namespace:
+            return f'RoleBinding "{self.name}/{self.namespace}" of {self.role_kind} "{self.role_name}" to {whom}'  # noqa: E501
+        return f'ClusterRoleBinding "{self.name}" of {self.role_kind} "{self.role_name}" to {whom}'
+
+
+def _subject_key(subject: Obj, binding_namespace: str) -> str | None:
+    """The key a subject is indexed under: ``u:<user name>`` or ``g:<group>`` (a service
+    account is its user name; one in a cluster role binding without a namespace is nobody)."""
+    kind, name = subject.get("kind"), subject.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if kind == "User":
+        return f"u:{name}"
+    if kind == "Group":
+        return f"g:{name}"
+    if kind == "ServiceAccount":
+        namespace = subject.get("namespace") or binding_namespace
+        return f"u:{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}" if namespace else None
+    return None
+
+
+def _user_keys(user: User) -> list[str]:
+    return [f"u:{user.name}", *(f"g:{g}" for g in user.groups)]
+
+
+class PolicyIndex:
+    """The four kinds in memory. ``generation`` changes with every change."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self._roles: dict[tuple[str, str], list[Obj]] = {}
+        self._cluster_roles: dict[str, list[Obj]] = {}
+        self._bindings: dict[tuple[str, str], Binding] = {}
+        #: namespace ("" for cluster role bindings) -> subject key -> binding keys
+        self._by_subject: dict[str, dict[str, set[tuple[str, str]]]] = {}
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def put(self, plural: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+        self.generation += 1
+        if plural == ROLES:
+            self._roles[(namespace, name)] = _rules(obj)
+        elif plural == CLUSTER_ROLES:
+            self._cluster_roles[name] = _rules(obj)
+        else:
+            self._drop_binding((namespace, name))
+            ref = obj.get("roleRef") or {}
+            subjects = tuple(s for s in obj.get("subjects") or () if isinstance(s, dict))
+            binding = Binding(
+                namespace, name, str(ref.get("kind", "")), str(ref.get("name", "")), subjects
+            )
+            self._bindings[(namespace, name)] = binding
+            keys = self._by_subject.setdefault(namespace, {})
+            for subject in subjects:
+                key = _subject_key(subject, namespace)
+                if key is not None:
+                    keys.setdefault(key, set()).add((namespace, name))
+
+    def remove(self, plural: str, namespace: str, name: str) -> None:
+        self.generation += 1
+        if plural == ROLES:
+            self._roles.pop((namespace, name), None)
+        elif plural == CLUSTER_ROLES:
+            self._cluster_roles.pop(name, None)
+        else:
+            self._drop_binding((namespace, name))
+
+    def replace(self, plural: str, objects: list[Obj]) -> None:
+        """Forget every object of ``plural`` (of bindings: both binding kinds share a table,
+        told apart by namespace) and hold ``objects`` instead."""
+        self.generation += 1
+        if plural == ROLES:
+            self._roles.clear()
+        elif plural == CLUSTER_ROLES:
+            self._cluster_roles.clear()
+        else:
+            namespaced = plural == ROLE_BINDINGS
+            for key in [k for k in self._bindings if bool(k[0]) == namespaced]:
+                self._drop_binding(key)
+        for obj in objects:
+            self.put(plural, obj)
+
+    def _drop_binding(self, key: tuple[str, str]) -> None:
+        old = self._bindings.pop(key, None)
+        if old is None:
+            return
+        keys = self._by_subject.get(old.namespace, {})
+        for subject in old.subjects:
+            skey = _subject_key(subject, old.namespace)
+            holders = keys.get(skey or "")
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del keys[skey or ""]
+
+    # -- questions -----------------------------------------------------------------------------
+
+    def bindings_for(self, user: User, namespace: str) -> list[tuple[Binding, Obj]]:
+        """The bindings that apply to ``user`` (each with the first subject that is the user),
+        in kube's visit order: cluster role bindings by name, then ``namespace``'s role
+        bindings by name."""
+        found: list[tuple[Binding, Obj]] = []
+        user_keys = _user_keys(user)
+        for scope in ("", namespace) if namespace else ("",):
+            index = self._by_subject.get(scope)
+            if not index:
+                continue
+            held: set[tuple[str, str]] = set()
+            for key in user_keys:
+                held.update(index.get(key, ()))
+            for binding_key in sorted(held):
+                binding = self._bindings[binding_key]
+                subject = next(s for s in binding.subjects if _subject_key(s, scope) in user_keys)
+                found.append((binding, subject))
+        return found
+
+    def role_rules(self, binding: Binding) -> list[Obj] | str:
+        """The rules of the role ``binding`` refers to, or the error resolving it."""
+        if binding.role_kind == "ClusterRole":
+            rules = self._cluster_roles.get(binding.role_name)
+            if rules is None:
+                return f'clusterrole.{GROUP} "{binding.role_name}" not found'
+            return rules
+        if binding.role_kind == "Role" and binding.namespace:
+            rules = self._roles.get((binding.namespace, binding.role_name))
+            if rules is None:
+                return f'role.{GROUP} "{binding.role_name}" not found'
+            return rules
+        return f'unsupported role reference kind: "{binding.role_kind}"'
+
+    def visit(self, user: User, namespace: str) -> Iterator[tuple[Binding, Obj, list[Obj] | str]]:
+        for binding, subject in self.bindings_for(user, namespace):
+            yield binding, subject, self.role_rules(binding)
+
+
+def _rules(obj: Obj) -> list[Obj]:
+    rules = obj.get("rules")
+    return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
+
+
+def aggregate_errors(errors: list[str]) -> str:
+    """apimachinery's ``NewAggregate(errs).Error()``: one error as it is, several in brackets."""
+    return errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+
+
+class RBACAuthorizer:
+    """RBAC over a :class:`PolicyIndex`, with each decision remembered until the index
+    changes. :meth:`start` lists and watches the four kinds through ``registry``."""
+
+    def __init__(self, registry: Registry, catalogue: Catalogue, *, retry_seconds: float = 0.5):
+        self.registry = registry
+        self.infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
+        self.index = PolicyIndex()
+        self.retry_seconds = retry_seconds
+        self._cache: dict[tuple[Any, ...], Decision] = {}
+        self._cache_generation = -1
+        self._revisions = dict.fromkeys(PLURALS, 0)
+        self._seen = asyncio.Condition()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    def authorize(self, user: User, attrs: RequestInfo) -> Decision:
+        if self._cache_generation != self.index.generation:
+            self._cache.clear()
+            self._cache_generation = self.index.generation
+        key = (user.name, user.groups, attrs)
+        decision = self._cache.get(key)
+        if decision is None:
+            decision = self._decide(user, attrs)
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
+            self._cache[key] = decision
+        return decision
+
+    def _decide(self, user: User, attrs: RequestInfo) -> Decision:
+        errors: list[str] = []
+        for binding, subject, rules in self.index.visit(user, attrs.namespace):
+            if isinstance(rules, str):
+                errors.append(rules)
+                continue
+            for rule in rules:
+                if rule_allows(attrs, rule):
+                    return Decision(True, f"RBAC: allowed by {binding.describe(subject)}")
+        if errors:
+            text = aggregate_errors(errors)
+            return Decision(False, f"RBAC: {text}", error=text)
+        return Decision(False)
+
+    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
+        rules: list[Obj] = []
+        errors: list[str] = []
+        for _, _, found in self.index.visit(user, namespace):
+            if isinstance(found, str):
+                errors.append(found)
+            else:
+                rules.extend(found)
+        return rules, errors
+
+    # -- following the store -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """List the four kinds (the index is complete when this returns), then follow them."""
+        revisions = {p: await self._relist(p) for p in PLURALS}
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._follow(p, revisions[p]), name=f"kubelite-rbac-{p}")
+            for p in PLURALS
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def following(self) -> bool:
+        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+
+    async def caught_up(self, plural: str, revision: int) -> None:
+        """Return once the index holds every change of ``plural`` up to ``revision`` (or after
+        :data:`CAUGHT_UP_TIMEOUT`, when the watch is behind)."""
+        async with self._seen:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._seen.wait_for(lambda: self._revisions[plural] >= revision),
+                    CAUGHT_UP_TIMEOUT,
+                )
+
+    async def _relist(self, plural: str) -> int:
+        listing = await self.registry.list(self.infos[plural], None, ListOptions())
+        self.index.replace(plural, listing["items"])
+        revision = int(listing["metadata"]["resourceVersion"])
+        await self._advance(plural, revision)
+        return revision
+
+    async def _follow(self, plural: str, revision: int) -> None:
+        watcher = self.registry.storage(self.infos[plural])
+        assert isinstance(watcher, Watcher)
+        while True:
+            try:
+                options = WatchOptions(resource_version=str(revision))
+                events = watcher.watch(Context(), options)
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if event.type == "DELETED":
+                            meta = event.object["metadata"]
+                            self.index.remove(plural, meta.get("namespace") or "", meta["name"])
+                        elif event.type in ("ADDED", "MODIFIED"):
+                            self.index.put(plural, event.object)
+                        else:
+                            continue
+                        revision = event.revision
+                        await self._advance(plural, revision)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.debug("RBAC: the watch of %s ended; listing again", plural, exc_info=True)
+            await asyncio.sleep(self.retry_seconds)
+            with contextlib.suppress(Exception):
+                revision = await self._relist(plural)
+
+    async def _advance(self, plural: str, revision: int) -> None:
+        async with self._seen:
+            self._revisions[plural] = max(self._revisions[plural], revision)
+            self._seen.notify_all()

@@ -1,0 +1,163 @@
+"""Impersonation: ``Impersonate-User``, ``Impersonate-Group``, ``Impersonate-Uid`` and
+``Impersonate-Extra-<key>`` headers (``kubectl --as``, ``--as-group``, ``--as-uid``) switch the
+request's user, after the authorizer allows the ``impersonate`` verb on each thing asked for
+(kube-apiserver's ``WithImpersonation``, shared/spec/rbac.md §9).
+
+Each header is one request to act as something: a user (``users``), a service account when the
+user name is ``system:serviceaccount:<ns>:<name>`` (``serviceaccounts`` in ``<ns>``), a group
+(``groups``), an extra value (``userextras/<key>`` in authentication.k8s.io) or a UID (``uids``
+in authentication.k8s.io). The first one the authorizer does not allow answers 403; groups,
+extras or a UID without a user answer 400. The new user gets kube's implied groups, the audit
+event records both users (:attr:`Request.impersonator`), and the headers are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple
+from urllib.parse import unquote
+
+from kubelite.api import errors
+from kubelite.api.authn import User
+from kubelite.api.authorizer import Authorizer
+from kubelite.api.names import label_errors, subdomain_errors
+from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, forbidden
+from kubelite.api.request import RequestInfo
+from kubelite.server.messages import Request, Send
+
+Handler = Callable[[Request, Send], Awaitable[None]]
+
+USER_HEADER = b"impersonate-user"
+GROUP_HEADER = b"impersonate-group"
+UID_HEADER = b"impersonate-uid"
+EXTRA_PREFIX = b"impersonate-extra-"
+AUTHENTICATION = "authentication.k8s.io"
+AUTHENTICATED, UNAUTHENTICATED = "system:authenticated", "system:unauthenticated"
+ANONYMOUS_NAME = "system:anonymous"
+
+
+class _Ask(NamedTuple):
+    """One thing to act as (kube builds an ObjectReference per header value)."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+    api_version: str = ""
+    field_path: str = ""
+
+    def go(self) -> str:
+        """Go's ``%v`` of the ObjectReference (its seven fields, space-separated)."""
+        fields = (self.kind, self.namespace, self.name, "", self.api_version, "", self.field_path)
+        return "{" + " ".join(fields) + "}"
+
+    def attributes(self) -> RequestInfo:
+        group = AUTHENTICATION if self.kind in ("UserExtra", "UID") else ""
+        resource = {
+            "ServiceAccount": "serviceaccounts",
+            "User": "users",
+            "Group": "groups",
+            "UserExtra": "userextras",
+            "UID": "uids",
+        }[self.kind]
+        subresource = self.field_path if self.kind == "UserExtra" else ""
+        version = "v1"
+        return RequestInfo(
+            "", "impersonate", True, "", group, version, self.namespace, resource, subresource,
+            self.name,
+        )  # fmt: skip
+
+
+def split_service_account(name: str) -> tuple[str, str] | None:
+    """``system:serviceaccount:<ns>:<name>`` with a valid namespace and name (kube's
+    ``serviceaccount.SplitUsername``), else None."""
+    if not name.startswith(SERVICE_ACCOUNT_PREFIX):
+        return None
+    parts = name[len(SERVICE_ACCOUNT_PREFIX) :].split(":")
+    if len(parts) != 2 or label_errors(parts[0]) or subdomain_errors(parts[1]):
+        return None
+    return parts[0], parts[1]
+
+
+def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
+    """The impersonation requests the headers make, and whether the groups header is set."""
+    user = ""
+    groups: list[_Ask] = []
+    extras: list[_Ask] = []
+    uid = ""
+    for raw_name, raw_value in headers:
+        name = raw_name.lower()
+        if name == USER_HEADER:
+            user = user or raw_value.decode()
+        elif name == GROUP_HEADER:
+            groups.append(_Ask("Group", raw_value.decode()))
+        elif name == UID_HEADER:
+            uid = uid or raw_value.decode()
+        elif name.startswith(EXTRA_PREFIX):
+            key = unquote(name[len(EXTRA_PREFIX) :].decode())
+            extras.append(_Ask("UserExtra", raw_value.decode(), "", f"{AUTHENTICATION}/v1", key))
+    asks: list[_Ask] = []
+    if user:
+        account = split_service_account(user)
+        asks.append(
+            _Ask("ServiceAccount", account[1], account[0]) if account else _Ask("User", user)
+        )
+    asks += groups + extras
+    if uid:
+        asks.append(_Ask("UID", uid, "", f"{AUTHENTICATION}/v1"))
+    if (groups or extras or uid) and not user:
+        listed = " ".join(a.go() for a in asks)
+        raise errors.bad_request(f"requested [{listed}] without impersonating a user")
+    return asks, bool(groups)
+
+
+def with_impersonation(inner: Handler, authorizer: Authorizer | None) -> Handler:
+    if authorizer is None:
+        return inner
+
+    async def impersonate(request: Request, send: Send) -> None:
+        headers = request.scope.get("headers") or []
+        if not any(name.lower().startswith(b"impersonate-") for name, _ in headers):
+            await inner(request, send)
+            return
+        asks, groups_given = _asks(headers)
+        if not asks:
+            await inner(request, send)
+            return
+        requestor = request.user
+        name, uid = "", ""
+        groups: list[str] = []
+        extra: dict[str, list[str]] = {}
+        for ask in asks:
+            attrs = ask.attributes()
+            decision = authorizer.authorize(requestor, attrs)
+            if not decision.allowed:
+                raise forbidden(requestor, attrs, decision.reason)
+            if ask.kind == "ServiceAccount":
+                name = f"{SERVICE_ACCOUNT_PREFIX}{ask.namespace}:{ask.name}"
+                if not groups_given:
+                    groups = ["system:serviceaccounts", f"system:serviceaccounts:{ask.namespace}"]
+            elif ask.kind == "User":
+                name = ask.name
+            elif ask.kind == "Group":
+                groups.append(ask.name)
+            elif ask.kind == "UserExtra":
+                extra.setdefault(ask.field_path, []).append(ask.name)
+            else:
+                uid = ask.name
+        if name != ANONYMOUS_NAME:
+            if AUTHENTICATED not in groups and UNAUTHENTICATED not in groups:
+                groups.append(AUTHENTICATED)
+        elif UNAUTHENTICATED not in groups:
+            groups.append(UNAUTHENTICATED)
+        request.impersonator = requestor
+        request.user = User(
+            name, tuple(groups), uid, tuple((k, tuple(v)) for k, v in extra.items())
+        )
+        kept = [(k, v) for k, v in headers if not k.lower().startswith(b"impersonate-")]
+        request.scope["headers"] = kept
+        request.headers = {
+            k: v for k, v in request.headers.items() if not k.startswith("impersonate-")
+        }
+        await inner(request, send)
+
+    return impersonate

@@ -1,0 +1,285 @@
+"""RBAC over HTTP on a real ``kubelite serve``: the 403 texts for every shape of request,
+Roles and bindings taking effect (and ceasing to), resourceNames, subresources, non-resource
+URLs, anonymous requests, user kubeconfigs from ``kubelite kubeconfig``, and a watch that
+outlives the binding that allowed it (shared/spec/rbac.md §1-§5, §11)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Server, start_server, stop_server
+
+CMS = "/api/v1/namespaces/default/configmaps"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def user_token(server: Server, user: str, *groups: str) -> str:
+    """The token of a kubeconfig ``kubelite kubeconfig`` writes for ``user`` in ``groups``."""
+    args = ["kubeconfig", "--user", user, "--data-dir", str(server.data_dir)]
+    for group in groups:
+        args += ["--group", group]
+    out = subprocess.run(
+        [sys.executable, "-m", "kubelite", *args], capture_output=True, text=True, check=True
+    )
+    config = json.loads(out.stdout)
+    assert config["users"][0]["name"] == user
+    assert config["clusters"][0]["cluster"]["server"] == server.url
+    token: str = config["users"][0]["user"]["token"]
+    return token
+
+
+def role(name: str, rules: list[dict[str, Any]], namespace: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace}, "rules": rules}  # fmt: skip
+
+
+def binding(
+    name: str, role_kind: str, role_name: str, subjects: list[dict[str, Any]], namespace: str = ""
+) -> dict[str, Any]:
+    kind = "RoleBinding" if namespace else "ClusterRoleBinding"
+    meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+        "subjects": subjects,
+    }
+
+
+def user(name: str) -> dict[str, str]:
+    return {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name}
+
+
+def create(server: Server, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    code, out = server.request("POST", path, body)
+    assert code == 201, out
+    return out
+
+
+def forbidden_message(server: Server, method: str, path: str, token: str | None) -> str:
+    code, body = server.request(method, path, {} if method in ("POST", "PUT") else None,
+                                token=token)  # fmt: skip
+    assert code == 403, body
+    assert body["reason"] == "Forbidden"
+    return str(body["message"])
+
+
+def test_every_request_shape_gets_kube_forbidden_text(server: Server) -> None:
+    alice = user_token(server, "alice")
+    server.request("POST", CMS, {"metadata": {"name": "cm"}})
+    cases = [
+        ("GET", f"{CMS}/cm",
+         'configmaps "cm" is forbidden: User "alice" cannot get resource "configmaps" in API '
+         'group "" in the namespace "default"'),
+        ("GET", "/apis/apps/v1/namespaces/default/deployments",
+         'deployments.apps is forbidden: User "alice" cannot list resource "deployments" in API '
+         'group "apps" in the namespace "default"'),
+        ("GET", "/api/v1/nodes",
+         'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the '
+         "cluster scope"),
+        ("GET", "/api/v1/configmaps",
+         'configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group '
+         '"" at the cluster scope'),
+        ("GET", "/api/v1/namespaces/kube-system",
+         'namespaces "kube-system" is forbidden: User "alice" cannot get resource "namespaces" '
+         'in API group "" in the namespace "kube-system"'),
+        ("PUT", "/api/v1/namespaces/default/pods/p/status",
+         'pods "p" is forbidden: User "alice" cannot update resource "pods/status" in API group '
+         '"" in the namespace "default"'),
+        ("DELETE", CMS,
+         'configmaps is forbidden: User "alice" cannot deletecollection resource "configmaps" '
+         'in API group "" in the namespace "default"'),
+        ("GET", "/metrics", 'forbidden: User "alice" cannot get path "/metrics"'),
+        ("GET", "/api/v1/watch/namespaces/default/configmaps",
+         'configmaps is forbidden: User "alice" cannot watch resource "configmaps" in API group '
+         '"" in the namespace "default"'),
+    ]  # fmt: skip
+    for method, path, message in cases:
+        assert forbidden_message(server, method, path, alice) == message, path
+    code, body = server.request("GET", f"{CMS}/cm", token=alice)
+    assert body["details"] == {"name": "cm", "kind": "configmaps"}
+    code, body = server.request("GET", "/metrics", token=alice)
+    assert body["details"] == {}
+    # what every authenticated user may do: discovery, whoami, can-i
+    assert server.request("GET", "/api", token=alice)[0] == 200
+    assert server.request("GET", "/version", token=alice)[0] == 200
+    kubectl = server.kubectl("--token", alice, "get", "configmaps", check=False)
+    assert kubectl.returncode == 1
+    assert (
+        'Error from server (Forbidden): configmaps is forbidden: User "alice" cannot list '
+        'resource "configmaps" in API group "" in the namespace "default"'
+    ) in kubectl.stderr
+
+
+def test_anonymous_requests_are_system_anonymous(server: Server) -> None:
+    assert server.request("GET", "/version", token=None)[0] == 200
+    assert server.request("GET", "/readyz", token=None)[0] == 200
+    assert forbidden_message(server, "GET", "/api/v1/pods", None) == (
+        'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" '
+        "at the cluster scope"
+    )
+    assert forbidden_message(server, "GET", "/readyz/etcd", None) == (
+        'forbidden: User "system:anonymous" cannot get path "/readyz/etcd"'
+    )
+    assert server.request("GET", CMS, token="not-a-token")[0] == 401
+
+
+def test_kubelite_endpoints_need_cluster_admin(server: Server) -> None:
+    alice = user_token(server, "alice", "devs")
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("devs-edit", "ClusterRole", "edit", [{"kind": "Group", "name": "devs"}]))  # fmt: skip
+    code, body = server.request("POST", "/kubelite/v1/compact", {"revision": 1}, token=alice)
+    assert code == 403, body
+    assert body["message"].startswith('forbidden: User "alice" cannot post path "/kubelite/')
+
+
+def test_a_role_binding_grants_in_its_namespace_only_and_stops_when_deleted(
+    server: Server,
+) -> None:
+    alice = user_token(server, "alice")
+    server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
+    create(server, f"{RBAC}/namespaces/default/roles",
+           role("cm-reader", [{"apiGroups": [""], "resources": ["configmaps"],
+                               "verbs": ["get", "list", "watch"]}]))  # fmt: skip
+    assert server.request("GET", CMS, token=alice)[0] == 403
+    create(server, f"{RBAC}/namespaces/default/rolebindings",
+           binding("alice-reads", "Role", "cm-reader", [user("alice")], "default"))  # fmt: skip
+    # the binding's write answers after the authorizer has seen it: no waiting
+    assert server.request("GET", CMS, token=alice)[0] == 200
+    assert server.request("GET", "/api/v1/namespaces/other/configmaps", token=alice)[0] == 403
+    assert server.request("GET", "/api/v1/configmaps", token=alice)[0] == 403
+    assert server.request("POST", CMS, {"metadata": {"name": "x"}}, token=alice)[0] == 403
+    assert server.request("DELETE", f"{RBAC}/namespaces/default/rolebindings/alice-reads")[0] == 200
+    assert server.request("GET", CMS, token=alice)[0] == 403
+
+
+def test_cluster_roles_bound_to_groups_and_in_a_namespace(server: Server) -> None:
+    alice, bob = user_token(server, "alice", "devs"), user_token(server, "bob")
+    server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("devs-view", "ClusterRole", "view", [{"kind": "Group", "name": "devs"}]))  # fmt: skip
+    assert server.request("GET", "/api/v1/pods", token=alice)[0] == 200
+    assert server.request("GET", "/apis/apps/v1/deployments", token=alice)[0] == 200
+    assert server.request("GET", "/api/v1/secrets", token=alice)[0] == 403  # view has no secrets
+    assert server.request("GET", "/api/v1/pods", token=bob)[0] == 403
+    create(server, f"{RBAC}/namespaces/team/rolebindings",
+           binding("bob-edit", "ClusterRole", "edit", [user("bob")], "team"))  # fmt: skip
+    team_cms = "/api/v1/namespaces/team/configmaps"
+    assert server.request("POST", team_cms, {"metadata": {"name": "b"}}, token=bob)[0] == 201
+    assert server.request("GET", "/api/v1/namespaces/team/secrets", token=bob)[0] == 200
+    assert server.request("POST", CMS, {"metadata": {"name": "b"}}, token=bob)[0] == 403
+
+
+def test_resource_names_subresources_and_field_selected_watches(server: Server) -> None:
+    alice = user_token(server, "alice")
+    for name in ("one", "two"):
+        server.request("POST", CMS, {"metadata": {"name": name}})
+    server.request("POST", "/apis/apps/v1/namespaces/default/deployments", DEPLOYMENT)
+    create(server, f"{RBAC}/namespaces/default/roles", role("narrow", [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["one"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get"]},
+    ]))  # fmt: skip
+    create(server, f"{RBAC}/namespaces/default/rolebindings",
+           binding("alice-narrow", "Role", "narrow", [user("alice")], "default"))  # fmt: skip
+    assert server.request("GET", f"{CMS}/one", token=alice)[0] == 200
+    assert server.request("GET", f"{CMS}/two", token=alice)[0] == 403
+    assert server.request("GET", CMS, token=alice)[0] == 403  # a list has no name
+    selected = f"{CMS}?fieldSelector=metadata.name%3Done"
+    assert server.request("GET", selected, token=alice)[0] == 200
+    code, _ = server.request("GET", f"{selected}&watch=1&timeoutSeconds=1", token=alice)
+    assert code == 200
+    deployments = "/apis/apps/v1/namespaces/default/deployments/web"
+    assert server.request("GET", f"{deployments}/scale", token=alice)[0] == 200
+    assert server.request("GET", deployments, token=alice)[0] == 403
+
+
+def test_non_resource_urls_with_prefix_wildcards(server: Server) -> None:
+    alice = user_token(server, "alice")
+    create(server, f"{RBAC}/clusterroles", {
+        "metadata": {"name": "probe"},
+        "rules": [{"nonResourceURLs": ["/metrics", "/readyz/*"], "verbs": ["get"]}],
+    })  # fmt: skip
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("alice-probe", "ClusterRole", "probe", [user("alice")]))  # fmt: skip
+    assert server.request("GET", "/readyz/etcd", token=alice)[0] == 200
+    code, _ = server.request("GET", "/metrics", token=alice)
+    assert code == 200
+    assert server.request("GET", "/livez/etcd", token=alice)[0] == 403
+
+
+def test_a_running_watch_outlives_its_binding_and_a_new_one_is_refused(server: Server) -> None:
+    """kube authorizes a watch when it starts; removing the binding refuses the next one."""
+    alice = user_token(server, "alice")
+    create(server, f"{RBAC}/namespaces/default/roles", role("cm-watch", [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]))  # fmt: skip
+    create(server, f"{RBAC}/namespaces/default/rolebindings",
+           binding("alice-watch", "Role", "cm-watch", [user("alice")], "default"))  # fmt: skip
+    watcher = WatchAs(server, f"{CMS}?watch=1&timeoutSeconds=5", alice)
+    server.request("DELETE", f"{RBAC}/namespaces/default/rolebindings/alice-watch")
+    server.request("POST", CMS, {"metadata": {"name": "after"}})
+    names = [e["object"]["metadata"]["name"] for e in watcher.events() if e["type"] == "ADDED"]
+    assert "after" in names
+    assert server.request("GET", f"{CMS}?watch=1&timeoutSeconds=1", token=alice)[0] == 403
+
+
+class WatchAs:
+    """A watch as another user, read in the background until the server ends it."""
+
+    def __init__(self, server: Server, path: str, token: str) -> None:
+        import ssl
+        import threading
+        import urllib.request
+
+        self.lines: list[Any] = []
+        context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+        req = urllib.request.Request(server.url + path)
+        req.add_header("Authorization", f"Bearer {token}")
+        self.response = urllib.request.urlopen(req, context=context, timeout=30)
+
+        def read() -> None:
+            for line in self.response:
+                self.lines.append(json.loads(line))
+
+        self.thread = threading.Thread(target=read)
+        self.thread.start()
+
+    def events(self) -> list[Any]:
+        self.thread.join(30)
+        return self.lines
+
+
+DEPLOYMENT = {
+    "metadata": {"name": "web"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        },
+    },
+}
+
+
+@pytest.fixture
+def always_allow(tmp_path: Path) -> Any:
+    srv = start_server(tmp_path / "data", None, "--authorization-mode", "AlwaysAllow")
+    try:
+        yield srv
+    finally:
+        stop_server(srv)
+
+
+def test_always_allow_mode_allows_every_authenticated_request(always_allow: Server) -> None:
+    alice = user_token(always_allow, "alice")
+    assert always_allow.request("GET", "/api/v1/secrets", token=alice)[0] == 200
+    assert always_allow.request("POST", CMS, {"metadata": {"name": "a"}}, token=alice)[0] == 201
+    # as before RBAC: anonymous requests only reach the public paths
+    assert always_allow.request("GET", "/version", token=None)[0] == 200
+    assert always_allow.request("GET", "/api/v1/pods", token=None)[0] == 401

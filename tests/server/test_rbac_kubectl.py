@@ -1,0 +1,137 @@
+"""RBAC with real kubectl: ``create role/rolebinding/clusterrolebinding``, ``auth can-i`` (and
+``--list``), ``--as``/``--as-group`` impersonation with its checks and texts, and a kubeconfig
+from ``kubelite kubeconfig`` (shared/spec/rbac.md §9-§10)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import Server
+
+
+def user_kubeconfig(server: Server, tmp_path: Path, user: str, *groups: str) -> dict[str, str]:
+    """The environment of kubectl acting as ``user`` with a kubeconfig from
+    ``kubelite kubeconfig``."""
+    path = tmp_path / f"{user}.kubeconfig"
+    args = ["kubeconfig", "--user", user, "--data-dir", str(server.data_dir), "-o", str(path)]
+    for group in groups:
+        args += ["--group", group]
+    subprocess.run([sys.executable, "-m", "kubelite", *args], check=True)
+    assert path.stat().st_mode & 0o777 == 0o600
+    return {"KUBECONFIG": str(path)}
+
+
+def can_i(server: Server, *args: str, env: dict[str, str] | None = None) -> bool:
+    result = server.kubectl("auth", "can-i", *args, check=False, env=env)
+    assert result.stdout.strip() in ("yes", "no"), result.stderr
+    return result.returncode == 0
+
+
+def test_kubectl_roles_bindings_and_can_i(server: Server, tmp_path: Path) -> None:
+    alice = user_kubeconfig(server, tmp_path, "alice", "devs")
+    whoami = json.loads(server.kubectl("auth", "whoami", "-o", "json", env=alice).stdout)
+    assert whoami["status"]["userInfo"]["username"] == "alice"
+    assert whoami["status"]["userInfo"]["groups"] == ["devs", "system:authenticated"]
+    assert not can_i(server, "list", "configmaps", env=alice)
+    denied = server.kubectl("get", "configmaps", check=False, env=alice)
+    assert denied.returncode == 1
+    assert 'User "alice" cannot list resource "configmaps"' in denied.stderr
+    server.kubectl("create", "role", "cm-editor", "--verb=get,list,create,delete",
+                   "--resource=configmaps")  # fmt: skip
+    server.kubectl("create", "rolebinding", "alice-cm", "--role=cm-editor", "--user=alice")
+    assert can_i(server, "list", "configmaps", env=alice)
+    assert can_i(server, "create", "configmaps", "-n", "default", env=alice)
+    assert not can_i(server, "list", "configmaps", "-n", "kube-system", env=alice)
+    assert not can_i(server, "list", "secrets", env=alice)
+    server.kubectl("create", "configmap", "from-alice", env=alice)
+    server.kubectl("create", "clusterrolebinding", "devs-view", "--clusterrole=view",
+                   "--group=devs")  # fmt: skip
+    assert can_i(server, "list", "pods", "--all-namespaces", env=alice)
+    assert can_i(server, "get", "deployments.apps", "-n", "kube-system", env=alice)
+    assert not can_i(server, "get", "secrets", "-n", "kube-system", env=alice)
+    # asked by the administrator about alice: a SubjectAccessReview through impersonation
+    assert can_i(server, "list", "pods", "--as=alice", "--as-group=devs")
+    assert not can_i(server, "list", "pods", "--as=alice")
+    listed = server.kubectl("auth", "can-i", "--list", env=alice).stdout
+    assert "configmaps" in listed
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in listed
+    assert "[/api/*]" in listed  # system:discovery's non-resource URLs
+
+
+def test_can_i_for_subresources_names_and_non_resource_urls(server: Server, tmp_path: Path) -> None:
+    bob = user_kubeconfig(server, tmp_path, "bob")
+    server.kubectl("create", "role", "logs", "--verb=get", "--resource=pods/log")
+    server.kubectl("create", "role", "one-cm", "--verb=get", "--resource=configmaps",
+                   "--resource-name=only")  # fmt: skip
+    server.kubectl("create", "rolebinding", "bob-logs", "--role=logs", "--user=bob")
+    server.kubectl("create", "rolebinding", "bob-cm", "--role=one-cm", "--user=bob")
+    assert can_i(server, "get", "pods", "--subresource=log", env=bob)
+    assert not can_i(server, "get", "pods", env=bob)
+    assert can_i(server, "get", "configmaps/only", env=bob)
+    assert not can_i(server, "get", "configmaps/other", env=bob)
+    assert can_i(server, "get", "/version", env=bob)
+    assert not can_i(server, "get", "/metrics", env=bob)
+
+
+def test_impersonation_needs_the_impersonate_verb(server: Server, tmp_path: Path) -> None:
+    as_robot = server.kubectl("--as=system:serviceaccount:default:robot", "auth", "whoami",
+                              "-o", "json")  # fmt: skip
+    info = json.loads(as_robot.stdout)["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:default:robot"
+    assert info["groups"] == [
+        "system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"
+    ]  # fmt: skip
+    as_bob = json.loads(
+        server.kubectl("--as=bob", "--as-group=qa", "auth", "whoami", "-o", "json").stdout
+    )["status"]["userInfo"]
+    assert (as_bob["username"], as_bob["groups"]) == ("bob", ["qa", "system:authenticated"])
+    alice = user_kubeconfig(server, tmp_path, "alice")
+    refused = server.kubectl("--as=bob", "get", "pods", check=False, env=alice)
+    assert refused.returncode == 1
+    assert (
+        'Error from server (Forbidden): users "bob" is forbidden: User "alice" cannot '
+        'impersonate resource "users" in API group "" at the cluster scope'
+    ) in refused.stderr
+    refused = server.kubectl("--as=system:serviceaccount:ci:deployer", "get", "pods",
+                             check=False, env=alice)  # fmt: skip
+    assert (
+        'serviceaccounts "deployer" is forbidden: User "alice" cannot impersonate resource '
+        '"serviceaccounts" in API group "" in the namespace "ci"'
+    ) in refused.stderr
+    server.kubectl("create", "clusterrole", "impersonate-bob", "--verb=impersonate",
+                   "--resource=users", "--resource-name=bob")  # fmt: skip
+    server.kubectl("create", "clusterrolebinding", "alice-as-bob",
+                   "--clusterrole=impersonate-bob", "--user=alice")  # fmt: skip
+    whoami = server.kubectl("--as=bob", "auth", "whoami", "-o", "json", env=alice)
+    assert json.loads(whoami.stdout)["status"]["userInfo"]["username"] == "bob"
+    # bob may do nothing more than any user: the request is decided as bob
+    denied = server.kubectl("--as=bob", "get", "configmaps", check=False, env=alice)
+    assert 'User "bob" cannot list resource "configmaps"' in denied.stderr
+    refused = server.kubectl("--as=carol", "get", "pods", check=False, env=alice)
+    assert 'users "carol" is forbidden' in refused.stderr
+    group = server.kubectl("--as=bob", "--as-group=admins", "get", "pods", check=False, env=alice)
+    assert (
+        'groups "admins" is forbidden: User "alice" cannot impersonate resource "groups" in API '
+        'group "" at the cluster scope'
+    ) in group.stderr
+
+
+def test_impersonating_groups_without_a_user_is_a_bad_request(server: Server) -> None:
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(server.url + "/api/v1/namespaces/default/configmaps")
+    req.add_header("Authorization", f"Bearer {server.token}")
+    req.add_header("Impersonate-Group", "devs")
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    try:
+        urllib.request.urlopen(req, context=context, timeout=10)
+        raise AssertionError("expected 400")
+    except urllib.error.HTTPError as err:
+        body = json.loads(err.read())
+    assert err.code == 400
+    assert body["message"] == "requested [{Group  devs    }] without impersonating a user"
