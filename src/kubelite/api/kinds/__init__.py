@@ -69,9 +69,10 @@ class BuiltinKinds:
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
     Three hooks are set once the objects they belong to exist, as they need the registry built
     with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
-    (RBAC's storages check writes of roles and bindings with it; None, without authentication
-    or under AlwaysAllow: no write is checked) and :meth:`set_crd_caught_up` (a CRD write
-    waits for this server's CRD controller).
+    (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
+    None, without authentication or under AlwaysAllow: reviews allow everything and no write is
+    checked) and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD
+    controller).
     """
 
     def __init__(
@@ -131,7 +132,7 @@ class BuiltinKinds:
         return {"": core.BindingREST(pod_store, info)}
 
     def _review(self, info: ResourceInfo, backing: Backing) -> Storages:
-        return {"": ReviewREST(info, self._check_token)}
+        return {"": ReviewREST(info, self._check_token, self._authorizer)}
 
     def _rbac(self, info: ResourceInfo, backing: Backing) -> Storages:
         return rbacstorage.storages(info, backing, self._authorizer, self.catalogue)
