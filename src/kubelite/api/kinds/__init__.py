@@ -2,10 +2,10 @@
 
 Everything kind-specific lives in this package: a kind's strategy (its module by group family),
 and for the few kinds with verbs of their own, their storages (namespaces, service accounts and
-their tokens, pods and bindings, component statuses, the review kinds, CRDs). Every other
-built-in kind is served by the generic store with its strategy (or the default one), plus the
-generic ``status`` and ``scale`` subresources it declares; every custom resource by the generic
-store with the custom resource strategy.
+their tokens, pods and bindings, component statuses, the review kinds, CRDs, RBAC's roles and
+bindings with their escalation checks). Every other built-in kind is served by the generic store
+with its strategy (or the default one), plus the generic ``status`` and ``scale`` subresources
+it declares; every custom resource by the generic store with the custom resource strategy.
 
 The generic machinery (``kubelite.api.generic``, ``registry``, ``rest``, ``strategy`` and the
 server's handlers) never imports this package; an import-linter contract in ``make check``
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kubelite.api.authn import ServiceAccountTokens, User
+from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import (
@@ -24,6 +25,7 @@ from kubelite.api.kinds import (
     defaults,
     namespaces,
     platform,
+    rbacstorage,
     reviews,
     rules,
     validation,
@@ -65,9 +67,12 @@ class BuiltinKinds:
     """The kind table of a server (:class:`kubelite.api.registry.Kinds`).
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
-    Two hooks are set once the objects they belong to exist, as they need the registry built
-    with this table: :attr:`check_token` (TokenReview asks who a token is) and
-    :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
+    Three hooks are set once the objects they belong to exist, as they need the registry built
+    with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
+    (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
+    None, without authentication or under AlwaysAllow: reviews allow everything and no write is
+    checked) and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD
+    controller).
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class BuiltinKinds:
         self.custom = CustomResourceStrategy()
         self.crds = CRDStorages(catalogue)
         self.check_token: TokenCheck | None = None
+        self.authorizer: Authorizer | None = None
         self._special: dict[tuple[str, str], StorageFactory] = {
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
@@ -93,6 +99,8 @@ class BuiltinKinds:
         }
         for review in reviews.REVIEWS:
             self._special[review] = self._review
+        for plural in rbacstorage.PLURALS:
+            self._special[(rbacstorage.GROUP, plural)] = self._rbac
 
     @property
     def terminating_custom_kinds(self) -> set[tuple[str, str]]:
@@ -124,7 +132,13 @@ class BuiltinKinds:
         return {"": core.BindingREST(pod_store, info)}
 
     def _review(self, info: ResourceInfo, backing: Backing) -> Storages:
-        return {"": ReviewREST(info, self._check_token)}
+        return {"": ReviewREST(info, self._check_token, self._authorizer)}
+
+    def _rbac(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return rbacstorage.storages(info, backing, self._authorizer, self.catalogue)
+
+    def _authorizer(self) -> Authorizer | None:
+        return self.authorizer
 
     async def _check_token(self, token: str) -> User | None:
         return None if self.check_token is None else await self.check_token(token)

@@ -4,13 +4,15 @@ authentication.k8s.io: SelfSubjectReview (``kubectl auth whoami``) and TokenRevi
 authorization.k8s.io: SelfSubjectAccessReview (``kubectl auth can-i``), SubjectAccessReview,
 LocalSubjectAccessReview and SelfSubjectRulesReview. kube-apiserver answers a POST of one with
 201 and the object it was sent, ``metadata`` reduced to ``creationTimestamp: null`` (plus the
-namespace of a local review) and ``status`` filled in.
+namespace of a local review) and ``status`` filled in; a rules review answers a new object, its
+``spec`` empty (shared/spec/rbac.md §10).
 
-kubelite's users are the administrator of the kubeconfig (in the ``system:masters`` group) and
-service accounts holding tokens (:mod:`kubelite.api.authn`), and there is no authorizer yet:
-every authenticated request is allowed. The access reviews say so
-(``allowed: true``) for any subject, and the rules review lists ``*`` rules; when RBAC arrives,
-these answers come from it.
+The access reviews ask the server's authorizer (the kind table's ``authorizer`` hook) about the
+attributes they carry, for the user they name (SubjectAccessReview, LocalSubjectAccessReview)
+or the caller (SelfSubjectAccessReview); the rules review lists the rules the authorizer finds
+for the caller in a namespace. Without an authorizer (no authentication) they answer as kube's
+AlwaysAllow does: allowed, and ``*`` rules. Sources: kubernetes
+``pkg/registry/authorization/*/rest.go`` and ``pkg/registry/authorization/util/helpers.go``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.authn import API_AUDIENCE, User
+from kubelite.api.authorizer import AlwaysAllow, Authorizer, Decision
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.errors import Cause
+from kubelite.api.errors import Cause, go_quote
+from kubelite.api.kinds.rbacstorage import AuthorizerHook
+from kubelite.api.rbaccover import aggregate, strings
+from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, WriteOptions
 
 Obj = dict[str, Any]
@@ -47,16 +53,25 @@ class ReviewREST:
 
     object_info = None
 
-    def __init__(self, info: ResourceInfo, check_token: TokenCheck) -> None:
+    def __init__(
+        self, info: ResourceInfo, check_token: TokenCheck, authorizer: AuthorizerHook
+    ) -> None:
         self.info = info
         self.check_token = check_token
+        self.authorizer = authorizer
 
     async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
-        return await answer(self.info, ctx.namespace, body, ctx.user, self.check_token)
+        authorizer = self.authorizer() or AlwaysAllow()
+        return await answer(self.info, ctx.namespace, body, ctx.user, self.check_token, authorizer)
 
 
 async def answer(
-    info: ResourceInfo, namespace: str | None, body: Obj, user: User, check_token: TokenCheck
+    info: ResourceInfo,
+    namespace: str | None,
+    body: Obj,
+    user: User,
+    check_token: TokenCheck,
+    authorizer: Authorizer,
 ) -> Obj:
     """The object kube-apiserver returns for a POST of ``body``: spec as sent, status filled."""
     spec = body.get("spec") or {}
@@ -73,17 +88,96 @@ async def answer(
     if info.plural == "tokenreviews":
         out["status"] = await _token_status(spec, check_token)
     elif info.plural == "selfsubjectrulesreviews":
-        if not spec.get("namespace"):
-            raise _invalid(info, "spec.namespace", '""', "must be specified")
-        out["status"] = {
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": False,
-        }
+        asked = spec.get("namespace")
+        if not isinstance(asked, str) or not asked:
+            raise errors.bad_request("no namespace on request")
+        out["spec"] = {}
+        out["status"] = rules_review_status(*authorizer.rules_for(user, asked))
     else:
+        if info.plural == "localsubjectaccessreviews":
+            _check_object_namespace(body, namespace)
         _check_access_spec(info, namespace, spec)
-        out["status"] = {"allowed": True}
+        subject = user if info.plural == "selfsubjectaccessreviews" else spec_user(spec)
+        out["status"] = access_status(authorizer.authorize(subject, attributes(spec)))
     return out
+
+
+def spec_user(spec: Obj) -> User:
+    """The user a SubjectAccessReview asks about (``spec.user``, ``groups``, ``uid``)."""
+    name, uid = spec.get("user"), spec.get("uid")
+    return User(
+        name if isinstance(name, str) else "",
+        tuple(strings(spec, "groups")),
+        uid if isinstance(uid, str) else "",
+    )
+
+
+def attributes(spec: Obj) -> RequestInfo:
+    """``ResourceAttributesFrom`` / ``NonResourceAttributesFrom``: the request an access review
+    asks about (a resource request's version ``*`` when it names none)."""
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        field = _fields(resource)
+        return RequestInfo(
+            "",
+            field("verb"),
+            True,
+            api_group=field("group"),
+            api_version=field("version") or "*",
+            namespace=field("namespace"),
+            resource=field("resource"),
+            subresource=field("subresource"),
+            name=field("name"),
+        )
+    non_resource = spec.get("nonResourceAttributes")
+    field = _fields(non_resource if isinstance(non_resource, dict) else {})
+    return RequestInfo(field("path"), field("verb"))
+
+
+def _fields(attrs: Obj) -> Callable[[str], str]:
+    def field(key: str) -> str:
+        value = attrs.get(key)
+        return value if isinstance(value, str) else ""
+
+    return field
+
+
+def access_status(decision: Decision) -> Obj:
+    """SubjectAccessReviewStatus: ``allowed``; ``denied``, ``reason`` and ``evaluationError``
+    only when set (omitempty)."""
+    status: Obj = {"allowed": decision.allowed}
+    if decision.denied:
+        status["denied"] = True
+    if decision.reason:
+        status["reason"] = decision.reason
+    if decision.error:
+        status["evaluationError"] = decision.error
+    return status
+
+
+def rules_review_status(rules: list[Obj], resolution_errors: list[str]) -> Obj:
+    """SubjectRulesReviewStatus of the rules an authorizer found: each rule with resources a
+    resource rule, each with non-resource URLs a non-resource rule (in the order found), and
+    the errors met finding them."""
+    resource_rules: list[Obj] = []
+    non_resource_rules: list[Obj] = []
+    for rule in rules:
+        if strings(rule, "resources"):
+            entry: Obj = {"verbs": strings(rule, "verbs")}
+            for key in ("apiGroups", "resources", "resourceNames"):
+                if values := strings(rule, key):
+                    entry[key] = values
+            resource_rules.append(entry)
+        if urls := strings(rule, "nonResourceURLs"):
+            non_resource_rules.append({"verbs": strings(rule, "verbs"), "nonResourceURLs": urls})
+    status: Obj = {
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": False,
+    }
+    if resolution_errors:
+        status["evaluationError"] = aggregate(resolution_errors)
+    return status
 
 
 async def _token_status(spec: Obj, check_token: TokenCheck) -> Obj:
@@ -124,10 +218,26 @@ def _check_access_spec(info: ResourceInfo, namespace: str | None, spec: Obj) -> 
             _go_value(non_resource),
             "disallowed on this kind of request",
         )
-    asked = (resource or {}).get("namespace")
-    if info.plural == "localsubjectaccessreviews" and asked not in (namespace, None, ""):
-        raise _invalid(
-            info, "spec.resourceAttributes.namespace", f'"{asked}"', "must match metadata.namespace"
+    if info.plural == "localsubjectaccessreviews" and isinstance(resource, dict):
+        asked = resource.get("namespace") or ""
+        if asked != namespace:
+            raise _invalid(
+                info,
+                "spec.resourceAttributes.namespace",
+                go_quote(str(asked)),
+                "must match metadata.namespace",
+            )
+
+
+def _check_object_namespace(body: Obj, namespace: str | None) -> None:
+    """The handler's check of a namespaced object against its URL (kube's
+    ``EnsureObjectNamespaceMatchesRequestNamespace``): an object's namespace, when it has one,
+    is the request's."""
+    meta = body.get("metadata")
+    given = meta.get("namespace") if isinstance(meta, dict) else None
+    if given and given != namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
         )
 
 
