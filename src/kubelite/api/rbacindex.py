@@ -11,7 +11,7 @@ the first rule that matches; never deny; the reason ``RBAC: <errors>`` when reso
 and remembers each decision until the index changes: a request that was decided before costs a
 dictionary lookup. It follows the stored objects like any informer (list, then watch from the
 list's revision; list again when the watch ends), on every server over the same store, so a
-change takes effect everywhere within the watch's delay. :meth:`RBACAuthorizer.caught_up` lets
+change takes effect everywhere within the watch's delay. :meth:`RBACAuthorizer.settled` lets
 an RBAC write answer only after this server's authorizer has seen it.
 """
 
@@ -144,6 +144,13 @@ class PolicyIndex:
                 self._drop_binding(key)
         for obj in objects:
             self.put(plural, obj)
+
+    def holds(self, plural: str, namespace: str, name: str) -> bool:
+        if plural == ROLES:
+            return (namespace, name) in self._roles
+        if plural == CLUSTER_ROLES:
+            return name in self._cluster_roles
+        return (namespace, name) in self._bindings
 
     def _drop_binding(self, key: tuple[str, str]) -> None:
         old = self._bindings.pop(key, None)
@@ -282,15 +289,19 @@ class RBACAuthorizer:
     def following(self) -> bool:
         return bool(self._tasks) and not any(t.done() for t in self._tasks)
 
-    async def caught_up(self, plural: str, revision: int) -> None:
-        """Return once the index holds every change of ``plural`` up to ``revision`` (or after
-        :data:`CAUGHT_UP_TIMEOUT`, when the watch is behind)."""
+    async def settled(self, plural: str, namespace: str, name: str, revision: int | None) -> None:
+        """Return once the index holds every change of ``plural`` up to ``revision``, or (None)
+        no longer holds the object (or after :data:`CAUGHT_UP_TIMEOUT`, when the watch is
+        behind)."""
+
+        def done() -> bool:
+            if revision is None:
+                return not self.index.holds(plural, namespace, name)
+            return self._revisions[plural] >= revision
+
         async with self._seen:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._seen.wait_for(lambda: self._revisions[plural] >= revision),
-                    CAUGHT_UP_TIMEOUT,
-                )
+                await asyncio.wait_for(self._seen.wait_for(done), CAUGHT_UP_TIMEOUT)
 
     async def _relist(self, plural: str) -> int:
         listing = await self.registry.list(self.infos[plural], None, ListOptions())

@@ -132,6 +132,9 @@ async def assemble(
         rbac = RBACAuthorizer(registry, catalogue)
         await rbac.start()
         authorizer = PrivilegedGroups(rbac)
+        if token is not None:
+            kinds.authorizer = authorizer
+            kinds.rbac_settled = rbac.settled
     stopping = asyncio.Event()
 
     async def informers_synced() -> None:

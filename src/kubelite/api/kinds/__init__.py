@@ -67,12 +67,12 @@ class BuiltinKinds:
     """The kind table of a server (:class:`kubelite.api.registry.Kinds`).
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
-    Three hooks are set once the objects they belong to exist, as they need the registry built
+    Four hooks are set once the objects they belong to exist, as they need the registry built
     with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
     (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
     None, without authentication or under AlwaysAllow: reviews allow everything and no write is
-    checked) and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD
-    controller).
+    checked), :attr:`rbac_settled` (an RBAC write waits for this server's authorizer) and
+    :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
     """
 
     def __init__(
@@ -88,6 +88,8 @@ class BuiltinKinds:
         self.crds = CRDStorages(catalogue)
         self.check_token: TokenCheck | None = None
         self.authorizer: Authorizer | None = None
+        #: returns once the server's authorizer holds an RBAC write (None: answer at once)
+        self.rbac_settled: rbacstorage.Settled | None = None
         self._special: dict[tuple[str, str], StorageFactory] = {
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
@@ -135,7 +137,15 @@ class BuiltinKinds:
         return {"": ReviewREST(info, self._check_token, self._authorizer)}
 
     def _rbac(self, info: ResourceInfo, backing: Backing) -> Storages:
-        return rbacstorage.storages(info, backing, self._authorizer, self.catalogue)
+        return rbacstorage.storages(
+            info, backing, self._authorizer, self.catalogue, self._rbac_settled
+        )
+
+    async def _rbac_settled(
+        self, plural: str, namespace: str, name: str, revision: int | None
+    ) -> None:
+        if self.rbac_settled is not None:
+            await self.rbac_settled(plural, namespace, name, revision)
 
     def _authorizer(self) -> Authorizer | None:
         return self.authorizer

@@ -19,7 +19,7 @@ are :mod:`kubelite.api.rbaccover`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
@@ -31,7 +31,7 @@ from kubelite.api.kinds import platform
 from kubelite.api.rbaccover import FULL_AUTHORITY, escalation
 from kubelite.api.registry import Storages
 from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
+from kubelite.api.rest import Context, DeleteOptions, GetOptions, ObjectUpdate, WriteOptions
 from kubelite.api.stored import clone
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
@@ -39,6 +39,9 @@ from kubelite.api.subresources import generic_subresources
 Obj = dict[str, Any]
 #: The authorizer of the server now (None: no checks).
 AuthorizerHook = Callable[[], Authorizer | None]
+#: (plural, namespace, name, revision): returns once the server's authorizer holds a write of
+#: that object at ``revision`` (None: its removal).
+Settled = Callable[[str, str, str, int | None], Awaitable[None]]
 
 GROUP = "rbac.authorization.k8s.io"
 ROLES, CLUSTER_ROLES = "roles", "clusterroles"
@@ -50,15 +53,22 @@ AGGREGATION_NEEDS_ADMIN = "must have cluster-admin privileges to use the aggrega
 
 
 def storages(
-    info: ResourceInfo, backing: Backing, authorizer: AuthorizerHook, catalogue: Catalogue
+    info: ResourceInfo,
+    backing: Backing,
+    authorizer: AuthorizerHook,
+    catalogue: Catalogue,
+    settled: Settled,
 ) -> Storages:
-    """The storages of one RBAC kind, each write checked against ``authorizer``."""
+    """The storages of one RBAC kind, each write checked against ``authorizer`` and answered
+    once ``settled`` says the authorizer holds it (so a client's next request is decided by
+    the policy it just wrote)."""
     strategy = platform.STRATEGIES[(GROUP, info.plural)]
     store: GenericStore
     if info.plural in (ROLES, CLUSTER_ROLES):
-        store = RoleStore(info, strategy, backing, authorizer)
+        store = RoleStore(info, strategy, backing, authorizer, settled)
     else:
-        store = BindingStore(info, strategy, backing, authorizer, RoleRules(catalogue, backing))
+        rules = RoleRules(catalogue, backing)
+        store = BindingStore(info, strategy, backing, authorizer, settled, rules)
     return {"": store, **generic_subresources(store)}
 
 
@@ -67,16 +77,43 @@ class EscalationCheckedStore(GenericStore):
     the user may write anything (:meth:`allowed_outright`)."""
 
     def __init__(
-        self, info: ResourceInfo, strategy: Strategy, backing: Backing, authorizer: AuthorizerHook
+        self,
+        info: ResourceInfo,
+        strategy: Strategy,
+        backing: Backing,
+        authorizer: AuthorizerHook,
+        settled: Settled,
     ) -> None:
         super().__init__(info, strategy, backing)
         self.authorizer = authorizer
+        self.settled = settled
 
     async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
         authorizer = self.authorizer()
         if authorizer is not None and not self.allowed_outright(authorizer, ctx):
             await self.check(authorizer, ctx, self.decoded(body), None)
-        return await super().create(ctx, body, opts)
+        created = await super().create(ctx, body, opts)
+        if not opts.dry_run:
+            await self._settle(created)
+        return created
+
+    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
+        answer, gone = await super().delete(ctx, name, opts)
+        if not opts.dry_run:
+            if gone:
+                await self.settled(self.info.plural, self.namespace(ctx) or "", name, None)
+            else:
+                await self._settle(answer)
+        return answer, gone
+
+    async def _settle(self, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        await self.settled(
+            self.info.plural,
+            meta.get("namespace") or "",
+            meta.get("name") or "",
+            int(meta.get("resourceVersion") or 0),
+        )
 
     async def update(
         self,
@@ -90,19 +127,23 @@ class EscalationCheckedStore(GenericStore):
     ) -> tuple[Obj, bool]:
         authorizer = self.authorizer()
         if authorizer is None or subresource or self.allowed_outright(authorizer, ctx):
-            return await super().update(
+            result = await super().update(
                 ctx, name, update, opts, strategy=strategy, subresource=subresource
             )
-        checked_authorizer = authorizer
+        else:
+            checked_authorizer = authorizer
 
-        async def checked(current: Obj | None) -> Obj:
-            new = await update(current)
-            decoded = self.decoded(new)
-            if current is None or not only_gc_fields_changed(decoded, current):
-                await self.check(checked_authorizer, ctx, decoded, current)
-            return new
+            async def checked(current: Obj | None) -> Obj:
+                new = await update(current)
+                decoded = self.decoded(new)
+                if current is None or not only_gc_fields_changed(decoded, current):
+                    await self.check(checked_authorizer, ctx, decoded, current)
+                return new
 
-        return await super().update(ctx, name, checked, opts, strategy=strategy)
+            result = await super().update(ctx, name, checked, opts, strategy=strategy)
+        if not opts.dry_run:
+            await self._settle(result[0])
+        return result
 
     def decoded(self, obj: Obj) -> Obj:
         """``obj`` with the kind's defaults, as kube's storage sees a decoded object."""
@@ -174,9 +215,10 @@ class BindingStore(EscalationCheckedStore):
         strategy: Strategy,
         backing: Backing,
         authorizer: AuthorizerHook,
+        settled: Settled,
         role_rules: RoleRules,
     ) -> None:
-        super().__init__(info, strategy, backing, authorizer)
+        super().__init__(info, strategy, backing, authorizer, settled)
         self.role_rules = role_rules
 
     async def check(self, authorizer: Authorizer, ctx: Context, obj: Obj, old: Obj | None) -> None:
