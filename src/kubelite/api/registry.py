@@ -24,7 +24,7 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.generic import Backing, collect
 from kubelite.api.listing import ListOptions
 from kubelite.api.objectmeta import replacement
-from kubelite.api.patching import patch_update
+from kubelite.api.patching import Applied, apply_update, patch_update
 from kubelite.api.recent import RecentValues
 from kubelite.api.rest import (
     Context,
@@ -35,6 +35,7 @@ from kubelite.api.rest import (
     GracefulDeleter,
     Lister,
     Patcher,
+    ResetFields,
     Storage,
     Updater,
     WriteOptions,
@@ -154,6 +155,32 @@ class Registry:
         options = WriteOptions(dry_run, field_manager, patch=True)
         obj, _ = await patcher.update(Context(namespace), name, update, options)
         return obj
+
+    async def apply(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        config: Obj,
+        *,
+        field_manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Server-side apply of ``config`` (an apply configuration: apiVersion, kind,
+        metadata.name and the fields ``field_manager`` means to own) to the resource itself,
+        as ``PATCH`` with ``application/apply-patch+yaml``: conflicts are 409 unless ``force``;
+        a missing object is created. Returns (object, created). The configuration is taken as
+        already decoded (a caller inside kubelite builds it), so it is not type-checked the way
+        an HTTP body is before the apply."""
+        patcher: Patcher = self._serving(info, "", Patcher)
+        storage = self.storages(info)[""]
+        reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
+        update = apply_update(
+            info, namespace, name, Applied(config), field_manager, force=force, reset=reset
+        )
+        options = WriteOptions(dry_run, field_manager, apply=True, patch=True)
+        return await patcher.update(Context(namespace), name, update, options)
 
     async def delete(
         self,

@@ -333,6 +333,40 @@ def parse_label_selector(text: str) -> LabelSelector:
     return _LabelParser(text).parse()
 
 
+#: A metav1.LabelSelector's ``matchExpressions`` operators as requirements' operators.
+_EXPRESSION_OPERATORS: dict[str, Operator] = {
+    "In": "in",
+    "NotIn": "notin",
+    "Exists": "exists",
+    "DoesNotExist": "!",
+}
+
+
+def label_selector_of(selector: Mapping[str, Any]) -> LabelSelector:
+    """A metav1.LabelSelector object (``matchLabels``, ``matchExpressions``) as a selector, as
+    apimachinery's ``LabelSelectorAsSelector``: every label and expression ANDed, the empty
+    object matching everything. Keys and values are taken as stored (validation checked them
+    on write); an unknown operator, or ``In``/``NotIn`` without values, is a `SelectorError`."""
+    requirements: list[Requirement] = []
+    labels = selector.get("matchLabels")
+    for key, value in (labels if isinstance(labels, Mapping) else {}).items():
+        requirements.append(Requirement(str(key), "=", (str(value),)))
+    expressions = selector.get("matchExpressions")
+    for expr in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expr, Mapping):
+            continue
+        key, op = str(expr.get("key") or ""), expr.get("operator")
+        operator = _EXPRESSION_OPERATORS.get(op) if isinstance(op, str) else None
+        if operator is None:
+            raise SelectorError(f"{go_quote(str(op))} is not a valid label selector operator")
+        raw = expr.get("values")
+        values = tuple(sorted({str(v) for v in raw})) if isinstance(raw, list) else ()
+        if operator in ("in", "notin") and not values:
+            raise SelectorError("for 'in', 'notin' operators, values set can't be empty")
+        requirements.append(Requirement(key, operator, values))
+    return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Field selectors
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.kinds.rules import BuiltinStrategy
+from kubelite.api.kinds.validation.networking import path_segment_errors
 from kubelite.api.strategy import STATUS_KEEPS_METADATA, Strategy, content_changed
 
 Obj = dict[str, Any]
@@ -53,9 +54,19 @@ class CSIDriverStrategy(BuiltinStrategy):
             new["metadata"].pop("generation", None)
 
 
+class RBACStrategy(BuiltinStrategy):
+    """Roles, ClusterRoles and their bindings: create-on-update, and names that need only be
+    valid path segments (ValidateRBACName), so ``system:discovery`` is a valid name."""
+
+    def __init__(self) -> None:
+        super().__init__(allow_create_on_update=True)
+
+    def name_errors(self, name: str) -> list[str]:
+        return path_segment_errors(name)
+
+
 _GENERATION = BuiltinStrategy(tracks_generation=True)
 _GENERATION_CONDITIONAL = BuiltinStrategy(tracks_generation=True, allow_unconditional_update=False)
-_CREATE_ON_UPDATE = BuiltinStrategy(allow_create_on_update=True)
 _RETURNS_DELETED = BuiltinStrategy(returns_deleted_object=True)
 _CONDITIONAL = BuiltinStrategy(allow_unconditional_update=False)
 _ADMISSION = "admissionregistration.k8s.io"
@@ -110,10 +121,10 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     ),
     ("storage.k8s.io", "csistoragecapacities"): _CONDITIONAL,
     ("storage.k8s.io", "volumeattributesclasses"): _RETURNS_DELETED,
-    (_RBAC, "roles"): _CREATE_ON_UPDATE,
-    (_RBAC, "clusterroles"): _CREATE_ON_UPDATE,
-    (_RBAC, "rolebindings"): _CREATE_ON_UPDATE,
-    (_RBAC, "clusterrolebindings"): _CREATE_ON_UPDATE,
+    (_RBAC, "roles"): RBACStrategy(),
+    (_RBAC, "clusterroles"): RBACStrategy(),
+    (_RBAC, "rolebindings"): RBACStrategy(),
+    (_RBAC, "clusterrolebindings"): RBACStrategy(),
     ("coordination.k8s.io", "leases"): BuiltinStrategy(
         allow_create_on_update=True, allow_unconditional_update=False
     ),
