@@ -18,7 +18,8 @@ from kubelite.api.controllers.rbacaggregation import MANAGER, ClusterRoleAggrega
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.namespaces import ensure_system_namespaces
-from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy, uncovered
+from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
+from kubelite.api.rbaccover import covers
 from kubelite.api.registry import Registry
 from kubelite.api.selectors import SelectorError, label_selector_of
 from kubelite.storage import Store
@@ -471,7 +472,7 @@ def test_covers_breaks_rules_down() -> None:
         {"verbs": ["get"], "nonResourceURLs": ["/healthz/etcd", "/healthz"]},
         {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
     ]
-    assert uncovered(owner, servant) == [
+    assert covers(owner, servant)[1] == [
         {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]},
         {"verbs": ["list"], "apiGroups": [""], "resources": ["nodes/status"]},
         {"verbs": ["get"], "nonResourceURLs": ["/healthz"]},

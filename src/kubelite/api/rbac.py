@@ -23,25 +23,32 @@ Obj = dict[str, Any]
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
 
-def _strings(rule: Obj, key: str) -> list[str]:
+def strings(rule: Obj, key: str) -> list[str]:
+    """A rule's string list under ``key`` (what is not a list of strings counts as empty)."""
     values = rule.get(key)
     return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def rules_of(role: Obj) -> list[Obj]:
+    """A Role's or ClusterRole's rules (what is not a list of objects counts as none)."""
+    rules = role.get("rules")
+    return [rule for rule in rules if isinstance(rule, dict)] if isinstance(rules, list) else []
 
 
 def rule_allows(info: RequestInfo, rule: Obj) -> bool:
     """``RuleAllows``: the rule's verbs, and its API groups, resources and resource names (a
     resource request) or its non-resource URLs (any other)."""
-    verbs = _strings(rule, "verbs")
+    verbs = strings(rule, "verbs")
     if "*" not in verbs and info.verb not in verbs:
         return False
     if not info.is_resource_request:
-        return _url_matches(info.path, _strings(rule, "nonResourceURLs"))
-    groups = _strings(rule, "apiGroups")
+        return _url_matches(info.path, strings(rule, "nonResourceURLs"))
+    groups = strings(rule, "apiGroups")
     if "*" not in groups and info.api_group not in groups:
         return False
-    if not _resource_matches(info, _strings(rule, "resources")):
+    if not _resource_matches(info, strings(rule, "resources")):
         return False
-    names = _strings(rule, "resourceNames")
+    names = strings(rule, "resourceNames")
     return not names or info.name in names
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from kubelite.api.authn import User
 from kubelite.api.errors import go_quote
+from kubelite.api.rbac import strings
 
 Obj = dict[str, Any]
 
@@ -38,12 +39,6 @@ FULL_AUTHORITY: tuple[Obj, ...] = (
     {VERBS: ["*"], GROUPS: ["*"], RESOURCES: ["*"]},
     {VERBS: ["*"], URLS: ["*"]},
 )
-
-
-def strings(rule: Obj, key: str) -> list[str]:
-    """A rule's string list under ``key`` (what is not a list of strings counts as empty)."""
-    values = rule.get(key)
-    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
 
 
 # -- coverage ------------------------------------------------------------------------------------

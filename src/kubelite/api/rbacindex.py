@@ -27,7 +27,7 @@ from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.listing import ListOptions
-from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows
+from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, Watcher, WatchOptions
@@ -104,9 +104,9 @@ class PolicyIndex:
         namespace, name = meta.get("namespace") or "", meta.get("name") or ""
         self.generation += 1
         if plural == ROLES:
-            self._roles[(namespace, name)] = _rules(obj)
+            self._roles[(namespace, name)] = rules_of(obj)
         elif plural == CLUSTER_ROLES:
-            self._cluster_roles[name] = _rules(obj)
+            self._cluster_roles[name] = rules_of(obj)
         else:
             self._drop_binding((namespace, name))
             ref = obj.get("roleRef") or {}
@@ -203,11 +203,6 @@ class PolicyIndex:
     def visit(self, user: User, namespace: str) -> Iterator[tuple[Binding, Obj, list[Obj] | str]]:
         for binding, subject in self.bindings_for(user, namespace):
             yield binding, subject, self.role_rules(binding)
-
-
-def _rules(obj: Obj) -> list[Obj]:
-    rules = obj.get("rules")
-    return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
 
 def aggregate_errors(errors: list[str]) -> str:

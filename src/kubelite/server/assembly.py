@@ -1,6 +1,7 @@
 """One function that builds a complete kubelite server on a store: the catalogue, the kind
-table and registry, the admission chain, the watch caches, the authenticator, the CRD and
-namespace controllers, the system namespaces and the ASGI app. ``kubelite serve``, the tests'
+table and registry, the admission chain, the watch caches, the authenticator and authorizer, the
+CRD, namespace and ClusterRole aggregation controllers, the system namespaces, the bootstrap RBAC
+policy and the ASGI app. ``kubelite serve``, the tests'
 in-process servers and the testing plugin all use it, so each runs exactly what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
@@ -20,6 +21,7 @@ from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.namespace import NamespaceController
+from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
@@ -33,6 +35,7 @@ from kubelite.api.kinds.priority import (
     ensure_system_priority_classes,
     priority_class_info,
 )
+from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
 from kubelite.api.rbacindex import RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
@@ -61,6 +64,7 @@ class Assembly:
     caches: WatchCacheSet
     crd_controller: CRDController
     namespace_controller: NamespaceController
+    aggregator: ClusterRoleAggregator
     authenticator: TokenAuthenticator | None
     app: KubeliteApp
     metrics: APIMetrics | None = None
@@ -72,6 +76,7 @@ class Assembly:
         self.app.shutting_down.set()
         if self.rbac is not None:
             await self.rbac.close()
+        await self.aggregator.close()
         await self.namespace_controller.close()
         await self.crd_controller.close()
         await self.caches.close()
@@ -122,6 +127,9 @@ async def assemble(
     await ensure_system_namespaces(registry, catalogue)
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
+    await ensure_bootstrap_policy(registry, catalogue)
+    aggregator = ClusterRoleAggregator(registry, catalogue)
+    await aggregator.start()
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )
@@ -163,6 +171,7 @@ async def assemble(
         caches,
         crd_controller,
         namespace_controller,
+        aggregator,
         authenticator,
         app,
         api_metrics,

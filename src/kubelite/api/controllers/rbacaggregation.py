@@ -37,6 +37,7 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.rbacpolicy import API_VERSION, GROUP
+from kubelite.api.rbac import rules_of
 from kubelite.api.registry import Registry
 from kubelite.api.rest import Context, Updater, Watcher, WatchOptions, WriteOptions
 from kubelite.api.selectors import SelectorError, label_selector_of
@@ -220,11 +221,6 @@ class ClusterRoleAggregator:
 
 
 # -- the aggregation ---------------------------------------------------------------------------
-
-
-def rules_of(role: Obj) -> list[Obj]:
-    rules = role.get("rules")
-    return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
 
 def _rule_key(rule: Obj) -> Rule:

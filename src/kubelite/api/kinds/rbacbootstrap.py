@@ -45,6 +45,8 @@ from kubelite.api.kinds.rbacpolicy import (
     namespace_role_bindings,
     namespace_roles,
 )
+from kubelite.api.rbac import rules_of
+from kubelite.api.rbaccover import covers
 from kubelite.api.registry import Registry
 from kubelite.api.rest import DeleteOptions
 from kubelite.api.stored import clone
@@ -281,9 +283,9 @@ def reconcile_role(existing: Obj, expected: Obj) -> Reconciled:
     annotations, permissions and aggregation selectors it lacks added."""
     result = clone(existing)
     changed = _merge_metadata(result, expected)
-    missing = uncovered(_rules(existing), _rules(expected))
+    _, missing = covers(rules_of(existing), rules_of(expected))
     if missing:
-        result["rules"] = [*_rules(existing), *missing]
+        result["rules"] = [*rules_of(existing), *missing]
         changed = True
     have, want = existing.get("aggregationRule"), expected.get("aggregationRule")
     if want is None and have is not None:
@@ -335,11 +337,6 @@ def _merge_metadata(result: Obj, expected: Obj) -> bool:
     return changed
 
 
-def _rules(role: Obj) -> list[Obj]:
-    rules = role.get("rules")
-    return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
-
-
 def _selectors(rule: Any) -> list[Obj]:
     selectors = rule.get("clusterRoleSelectors") if isinstance(rule, dict) else None
     return [s for s in selectors if isinstance(s, dict)] if isinstance(selectors, list) else []
@@ -365,64 +362,3 @@ def _subject_key(subject: Obj) -> tuple[str, ...]:
 
 
 # -- Covers (component-helpers auth/rbac/validation/policy_comparator.go) -----------------------
-
-
-def _strings(rule: Obj, key: str) -> list[str]:
-    values = rule.get(key)
-    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
-
-
-def breakdown(rule: Obj) -> list[Obj]:
-    """BreakdownRule: one rule per (group, resource, verb[, name]) and per (URL, verb)."""
-    verbs, names = _strings(rule, "verbs"), _strings(rule, "resourceNames")
-    out: list[Obj] = []
-    for group in _strings(rule, "apiGroups"):
-        for resource in _strings(rule, "resources"):
-            for verb in verbs:
-                base = {"verbs": [verb], "apiGroups": [group], "resources": [resource]}
-                out += [{**base, "resourceNames": [n]} for n in names] if names else [base]
-    for url in _strings(rule, "nonResourceURLs"):
-        out += [{"verbs": [verb], "nonResourceURLs": [url]} for verb in verbs]
-    return out
-
-
-def uncovered(owner: list[Obj], servant: list[Obj]) -> list[Obj]:
-    """Covers: the broken-down rules of ``servant`` that no rule of ``owner`` covers."""
-    return [sub for rule in servant for sub in breakdown(rule) if not _covered(owner, sub)]
-
-
-def _covered(owner: list[Obj], sub: Obj) -> bool:
-    return any(_rule_covers(rule, sub) for rule in owner)
-
-
-def _rule_covers(owner: Obj, sub: Obj) -> bool:
-    """ruleCovers: ``sub`` has at most one verb, group, resource, name and URL."""
-    verbs, groups = _strings(owner, "verbs"), _strings(owner, "apiGroups")
-    if "*" not in verbs and not set(_strings(sub, "verbs")) <= set(verbs):
-        return False
-    if "*" not in groups and not set(_strings(sub, "apiGroups")) <= set(groups):
-        return False
-    if not _resources_cover(_strings(owner, "resources"), _strings(sub, "resources")):
-        return False
-    urls = _strings(owner, "nonResourceURLs")
-    if not all(
-        any(_url_covers(u, path) for u in urls) for path in _strings(sub, "nonResourceURLs")
-    ):
-        return False
-    names, wanted = _strings(owner, "resourceNames"), _strings(sub, "resourceNames")
-    return not names or (bool(wanted) and set(wanted) <= set(names))
-
-
-def _resources_cover(owned: list[str], wanted: list[str]) -> bool:
-    if "*" in owned:
-        return True
-    for resource in wanted:
-        if resource in owned:
-            continue
-        if "/" not in resource or "*/" + resource.split("/", 1)[1] not in owned:
-            return False
-    return True
-
-
-def _url_covers(owner: str, path: str) -> bool:
-    return owner == path or (owner.endswith("*") and path.startswith(owner.rstrip("*")))

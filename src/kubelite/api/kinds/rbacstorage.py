@@ -28,6 +28,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
+from kubelite.api.rbac import rules_of
 from kubelite.api.rbaccover import FULL_AUTHORITY, escalation
 from kubelite.api.registry import Storages
 from kubelite.api.request import RequestInfo
@@ -308,11 +309,6 @@ def bind_authorized(authorizer: Authorizer, ctx: Context, ref: Obj, namespace: s
 
 
 # -- reading the objects -----------------------------------------------------------------------
-
-
-def rules_of(role: Obj) -> list[Obj]:
-    rules = role.get("rules")
-    return [rule for rule in rules if isinstance(rule, dict)] if isinstance(rules, list) else []
 
 
 def has_aggregation_rule(cluster_role: Obj) -> bool:

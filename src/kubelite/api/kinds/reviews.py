@@ -26,7 +26,8 @@ from kubelite.api.authorizer import AlwaysAllow, Authorizer, Decision
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rbacstorage import AuthorizerHook
-from kubelite.api.rbaccover import aggregate, strings
+from kubelite.api.rbac import strings
+from kubelite.api.rbaccover import aggregate
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, WriteOptions
 
