@@ -13,6 +13,9 @@ See tests/ha/load.py for the writers' receipts and the watchers' checks.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 from harness import Server
@@ -185,3 +188,36 @@ def test_servers_over_one_etcd_share_one_ca_and_admin_token(
     borrowed = Server(second.url, first.token, first.kubeconfig, first.data_dir, second.process)
     status, body = borrowed.request("GET", "/api/v1/namespaces/default")
     assert status == 200, body
+
+
+def test_a_binding_written_on_one_server_comes_into_force_on_the_other(
+    cluster: EtcdCluster, servers: Servers
+) -> None:
+    """Each server's authorizer follows the RBAC kinds in etcd: a RoleBinding written through
+    the first allows alice on the second, and its deletion ends that. (The delay is the watch's,
+    measured in milliseconds here; the 30 s bound only keeps a broken watch from hanging.)"""
+    first, second = start_pair(cluster, servers, 0, 1)
+    out = subprocess.run(
+        [sys.executable, "-m", "kubelite", "kubeconfig", "--user", "alice", "--data-dir",
+         str(first.data_dir)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    alice = json.loads(out.stdout)["users"][0]["user"]["token"]
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    assert second.request("GET", configmaps, token=alice)[0] == 403
+    binding = {
+        "metadata": {"name": "alice-view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}],
+    }
+    rolebindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+    assert first.request("POST", rolebindings, binding)[0] == 201
+    written = time.monotonic()
+    while second.request("GET", configmaps, token=alice)[0] != 200:
+        assert time.monotonic() - written < 30, "never in force on the other server"
+        time.sleep(0.02)
+    assert first.request("DELETE", f"{rolebindings}/alice-view")[0] == 200
+    deleted = time.monotonic()
+    while second.request("GET", configmaps, token=alice)[0] != 403:
+        assert time.monotonic() - deleted < 30, "still in force on the other server"
+        time.sleep(0.02)

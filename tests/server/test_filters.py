@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubelite.api import errors
 from kubelite.api.authn import ADMIN, ANONYMOUS, User
+from kubelite.api.authorizer import Decision
 from kubelite.api.request import RequestInfo
 from kubelite.server.app import KubeliteApp
 from kubelite.server.assembly import Assembly, running
@@ -76,10 +76,12 @@ class Recorder:
         self.audited: list[tuple[str, int]] = []
         self.observed: list[tuple[str, int]] = []
 
-    async def authorize(self, user: User, info: RequestInfo) -> None:
+    def authorize(self, user: User, info: RequestInfo) -> Decision:
         self.authorized.append((user, info))
-        if info.resource == self.refuse:
-            raise errors.forbidden(info.resource, info.api_group, info.name, "not today")
+        return Decision(info.resource != self.refuse, "not today")
+
+    def rules_for(self, user: User, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
+        return [], []
 
     def begin(self, request: Request) -> Recorder.Audit:
         return Recorder.Audit(self, request.info.verb)

@@ -152,6 +152,8 @@ def test_watches_are_long_running_and_their_events_counted(server: Server) -> No
 
 def test_metrics_need_a_token_and_can_be_turned_off(server: Server, tmp_path: Path) -> None:
     code, _, body = raw_request(server, "GET", "/metrics", token=None)
+    assert (code, json.loads(body)["reason"]) == (403, "Forbidden")  # system:anonymous
+    code, _, body = raw_request(server, "GET", "/metrics", token="not-a-token")
     assert (code, json.loads(body)["reason"]) == (401, "Unauthorized")
     off = start_server(tmp_path / "off", None, "--no-metrics")
     try:
@@ -161,11 +163,12 @@ def test_metrics_need_a_token_and_can_be_turned_off(server: Server, tmp_path: Pa
 
 
 def test_no_client_can_add_series_at_will(server: Server) -> None:
-    """Requests refused by authentication, and requests for resources or paths nothing serves,
-    add no series (kube instruments only its registered handlers): the document's size is
-    bounded by what the server serves, not by what clients send."""
+    """Requests refused by authentication or authorization, and requests for resources or paths
+    nothing serves, add no series (kube instruments only its registered handlers): the
+    document's size is bounded by what the server serves, not by what clients send."""
     for i in range(20):
         raw_request(server, "GET", f"/random-{i}/x", token=None)
+        raw_request(server, "GET", f"/random-{i}/y", token="not-a-token")
         raw_request(server, "GET", f"/api/v1/namespaces/ns{i}/foo{i}", token=None)
         raw_request(server, "GET", f"/api/v1/namespaces/default/nothing{i}")
         raw_request(server, "GET", f"/apis/nope{i}.example.com/v1/things")
@@ -178,4 +181,5 @@ def test_no_client_can_add_series_at_will(server: Server) -> None:
         for needle in ("random-", "foo1", "nothing1", "nope1", "not-a-path")
     )
     assert value(samples, "apiserver_request_total", code="401") is None
+    assert value(samples, "apiserver_request_total", code="403") is None
     assert value(samples, "apiserver_request_total", code="404") is None

@@ -137,3 +137,104 @@ def test_impersonating_groups_without_a_user_is_a_bad_request(server: Server) ->
     body = json.loads(caught.value.read())
     assert caught.value.code == 400
     assert body["message"] == "requested [{Group  devs    }] without impersonating a user"
+
+
+def test_escalation_is_refused_unless_held_or_allowed_bind_and_escalate(
+    server: Server, tmp_path: Path
+) -> None:
+    alice = user_kubeconfig(server, tmp_path, "alice")
+    server.kubectl("create", "role", "role-admin", "--verb=create,update,get",
+                   "--resource=roles,rolebindings")  # fmt: skip
+    server.kubectl("create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps")
+    server.kubectl("create", "rolebinding", "alice-roles", "--role=role-admin", "--user=alice")
+    server.kubectl("create", "rolebinding", "alice-cm", "--role=cm-reader", "--user=alice")
+    server.kubectl("create", "role", "mine", "--verb=get", "--resource=configmaps", env=alice)
+    refused = server.kubectl("create", "role", "sneaky", "--verb=list,get",
+                             "--resource=secrets", check=False, env=alice)  # fmt: skip
+    assert refused.returncode == 1
+    assert (
+        'roles.rbac.authorization.k8s.io "sneaky" is forbidden: user "alice" '
+        '(groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently '
+        'held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["list" "get"]}'
+    ) in refused.stderr
+    refused = server.kubectl("create", "rolebinding", "alice-admin", "--clusterrole=admin",
+                             "--user=alice", check=False, env=alice)  # fmt: skip
+    assert 'rolebindings.rbac.authorization.k8s.io "alice-admin" is forbidden: user "alice"' in (
+        refused.stderr
+    )
+    # alice holds cm-reader's rules, so she may bind it to anyone
+    server.kubectl("create", "rolebinding", "bob-cm", "--role=cm-reader", "--user=bob", env=alice)
+    server.kubectl("create", "role", "binder", "--verb=bind",
+                   "--resource=clusterroles.rbac.authorization.k8s.io",
+                   "--resource-name=admin")  # fmt: skip
+    server.kubectl("create", "rolebinding", "alice-binder", "--role=binder", "--user=alice")
+    server.kubectl("create", "rolebinding", "bob-admin", "--clusterrole=admin", "--user=bob",
+                   env=alice)  # fmt: skip
+    server.kubectl("create", "role", "escalator", "--verb=escalate",
+                   "--resource=roles.rbac.authorization.k8s.io")  # fmt: skip
+    server.kubectl("create", "rolebinding", "alice-escalator", "--role=escalator", "--user=alice")
+    server.kubectl("create", "role", "sneaky", "--verb=list", "--resource=secrets", env=alice)
+
+
+def test_aggregated_roles_follow_labelled_cluster_roles(server: Server, tmp_path: Path) -> None:
+    import time
+
+    # kubectl resolves widgets.example.com through discovery: the CRD must be served
+    server.kubectl("apply", "-f", str(Path(__file__).parent / "data" / "widgets-crd.yaml"))
+    server.kubectl("wait", "--for=condition=Established", "crd/widgets.example.com")
+    server.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "widget-viewer",
+                     "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"],
+                   "verbs": ["get", "list", "watch"]}],
+    }))  # fmt: skip
+    wanted = {"apiGroups": ["example.com"], "resources": ["widgets"],
+              "verbs": ["get", "list", "watch"]}  # fmt: skip
+    deadline = time.monotonic() + 30
+    for role in ("view", "edit", "admin"):  # edit aggregates view, admin edit
+        while True:
+            rules = json.loads(server.kubectl("get", "clusterrole", role, "-o", "json").stdout)
+            if wanted in rules["rules"]:
+                break
+            assert time.monotonic() < deadline, f"{role} never got the widget rule"
+            time.sleep(0.05)
+    carol = user_kubeconfig(server, tmp_path, "carol")
+    server.kubectl("create", "rolebinding", "carol-view", "--clusterrole=view", "--user=carol")
+    assert can_i(server, "list", "widgets.example.com", env=carol)
+    server.kubectl("delete", "clusterrole", "widget-viewer")
+    while True:
+        rules = json.loads(server.kubectl("get", "clusterrole", "view", "-o", "json").stdout)
+        if wanted not in rules["rules"]:
+            break
+        assert time.monotonic() < deadline, "view kept the deleted role's rule"
+        time.sleep(0.05)
+    assert not can_i(server, "list", "widgets.example.com", env=carol)
+
+
+def test_subject_access_reviews_answer_for_another_user(server: Server) -> None:
+    server.kubectl("create", "role", "cm-reader", "--verb=get", "--resource=configmaps")
+    server.kubectl("create", "rolebinding", "dora-cm", "--role=cm-reader", "--user=dora")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "dora", "resourceAttributes": {
+            "namespace": "default", "verb": "get", "resource": "configmaps", "name": "x"}},
+    }  # fmt: skip
+    code, out = server.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    assert code == 201
+    assert out["status"]["allowed"] is True
+    assert out["status"]["reason"] == (
+        'RBAC: allowed by RoleBinding "dora-cm/default" of Role "cm-reader" to User "dora"'
+    )
+    review["spec"]["resourceAttributes"]["verb"] = "delete"  # type: ignore[index]
+    code, out = server.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+    assert out["status"] == {"allowed": False}
+    local = {**review, "kind": "LocalSubjectAccessReview"}
+    local["spec"]["resourceAttributes"]["verb"] = "get"  # type: ignore[index]
+    code, out = server.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+        {**local, "metadata": {"namespace": "default"}},
+    )
+    assert code == 201, out
+    assert out["status"]["allowed"] is True

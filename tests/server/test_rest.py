@@ -18,13 +18,14 @@ def configmap(name: str, **data: str) -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
 
-def test_requests_without_the_token_get_401_but_health_and_version_are_open(
+def test_requests_without_a_token_are_anonymous_and_only_health_and_version_are_open(
     server: Server,
 ) -> None:
     code, body = server.request("GET", CM, token=None)
-    assert code == 401
+    assert code == 403
     assert body["kind"] == "Status"
-    assert body["reason"] == "Unauthorized"
+    assert body["reason"] == "Forbidden"
+    assert 'User "system:anonymous" cannot list resource "configmaps"' in str(body["message"])
     assert server.request("GET", CM, token="wrong")[0] == 401
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     for path in ("/healthz", "/livez", "/readyz"):
@@ -38,7 +39,7 @@ def test_requests_without_the_token_get_401_but_health_and_version_are_open(
 
 def test_an_invalid_token_is_401_on_every_path(server: Server) -> None:
     """A bearer token is checked wherever it is sent, health and /version included; without one,
-    only those public paths answer."""
+    RBAC lets the anonymous user reach only those public paths."""
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     for path in ("/healthz", "/livez", "/readyz", "/version", "/api", CM):
         request = urllib.request.Request(server.url + path)
@@ -48,7 +49,7 @@ def test_an_invalid_token_is_401_on_every_path(server: Server) -> None:
         assert refused.value.code == 401, path
         body = json.loads(refused.value.read())
         assert (body["reason"], body["code"]) == ("Unauthorized", 401)
-    assert server.request("GET", "/api", token=None)[0] == 401
+    assert server.request("GET", "/api", token=None)[0] == 403
     assert server.request("GET", "/version", token=None)[0] == 200
     assert server.request("GET", "/version", token="default")[0] == 200
 

@@ -24,6 +24,13 @@ def test_kubectl_create_token_authenticates_as_the_service_account(server: Serve
         "system:serviceaccounts:default",
         "system:authenticated",
     ]
+    refused = server.kubectl("--token", token, "create", "configmap", "x", check=False)
+    assert (
+        'configmaps is forbidden: User "system:serviceaccount:default:robot" cannot create '
+        'resource "configmaps" in API group "" in the namespace "default"'
+    ) in refused.stderr
+    server.kubectl("create", "rolebinding", "robot-edit", "--clusterrole=edit",
+                   "--serviceaccount=default:robot")  # fmt: skip
     server.kubectl("--token", token, "create", "configmap", "made-by-robot")
     assert server.request("GET", "/api/v1/namespaces/default/configmaps/made-by-robot")[0] == 200
     code, review = server.request("POST", TOKEN_REVIEWS, {"spec": {"token": token}})

@@ -188,11 +188,13 @@ def with_authentication(
         if header is not None:
             user = await authenticator.authenticate(header)
             if user is None:
+                request.refused = True
                 raise errors.unauthorized()
             request.user = user
         elif anonymous or _path(request) in PUBLIC_PATHS:
             request.user = ANONYMOUS
         else:
+            request.refused = True
             raise errors.unauthorized()
         await inner(request, send)
 
@@ -217,6 +219,7 @@ def with_authorization(inner: Handler, authorizer: Authorizer | None) -> Handler
         annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
         annotations[REASON_ANNOTATION] = decision.reason
         if not decision.allowed:
+            request.refused = True
             raise forbidden(request.user, attrs, decision.reason)
         await inner(request, send)
 

@@ -119,7 +119,11 @@ def with_impersonation(inner: Handler, authorizer: Authorizer | None) -> Handler
         if not any(name.lower().startswith(b"impersonate-") for name, _ in headers):
             await inner(request, send)
             return
-        asks, groups_given = _asks(headers)
+        try:
+            asks, groups_given = _asks(headers)
+        except errors.APIError:
+            request.refused = True
+            raise
         if not asks:
             await inner(request, send)
             return
@@ -131,6 +135,7 @@ def with_impersonation(inner: Handler, authorizer: Authorizer | None) -> Handler
             attrs = ask.attributes()
             decision = authorizer.authorize(requestor, attrs)
             if not decision.allowed:
+                request.refused = True
                 raise forbidden(requestor, attrs, decision.reason)
             if ask.kind == "ServiceAccount":
                 name = f"{SERVICE_ACCOUNT_PREFIX}{ask.namespace}:{ask.name}"

@@ -65,6 +65,9 @@ class Request:
         self.info = UNPARSED
         #: set by the authentication filter (the admin when authentication is off)
         self.user = authn.ADMIN
+        #: set when authentication, impersonation or authorization refused the request (401,
+        #: 403): it never reached a handler, and kube instruments only handlers
+        self.refused = False
         #: set by the impersonation filter: who authenticated, when ``user`` is whom they
         #: impersonate
         self.impersonator: authn.User | None = None

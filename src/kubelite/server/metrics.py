@@ -203,10 +203,10 @@ class APIMetrics:
 
     def _labels(self, request: Request, status: int) -> tuple[str, ...] | None:
         """The request's labels; None for a request kube does not instrument, so that no
-        client can add series at will: one refused by authentication (401), one for a
-        resource or path nothing serves (kube's unregistered paths reach its NotFound
-        handler, uninstrumented)."""
-        if status == 401:
+        client can add series at will: one refused by authentication or authorization (401,
+        403 before any handler), one for a resource or path nothing serves (kube's unregistered
+        paths reach its NotFound handler, uninstrumented)."""
+        if request.refused:
             return None
         info = request.info
         scope = clean_scope(info)
