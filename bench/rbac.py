@@ -109,6 +109,39 @@ async def fill(proc: base.Proc, names: list[str]) -> dict[str, str]:
         return await api.create_many(base.NS_PUT, names, {"payload": base.PAYLOAD})
 
 
+def decision_costs() -> dict[str, float]:
+    """Microseconds per decision on an index holding the same policy as the servers: cached
+    (what a repeated request costs) and uncached (the first request after any RBAC change)."""
+    import timeit
+
+    from kubelite.api.authn import User
+    from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
+    from kubelite.api.request import RequestInfo
+
+    index = PolicyIndex()
+    namespaces = [base.NS_PUT] + [f"team-{i}" for i in range(NAMESPACES - 1)]
+    for i in range(ROLES):
+        ns = namespaces[i % NAMESPACES]
+        index.put("roles", _role(f"r{i}", ns))
+        index.put("rolebindings", _binding(f"b{i}", ns, "Role", f"r{i}", f"user-{i}"))
+    for i in range(CLUSTER_ROLES):
+        index.put("clusterroles", {"metadata": {"name": f"cr{i}"}, "rules": _role("x", "")["rules"]})
+        index.put("clusterrolebindings", _binding(f"cb{i}", None, "ClusterRole", f"cr{i}", f"op-{i}"))
+    index.put("roles", {"metadata": {"name": "bench", "namespace": base.NS_PUT}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"]}]})  # fmt: skip
+    index.put("rolebindings", _binding("bench", base.NS_PUT, "Role", "bench", "bench"))
+    authorizer = RBACAuthorizer.__new__(RBACAuthorizer)
+    authorizer.index, authorizer._cache, authorizer._cache_generation = index, {}, -1
+    user = User("bench", ("system:authenticated",))
+    attrs = RequestInfo(f"/api/v1/namespaces/{base.NS_PUT}/configmaps/cas-0", "get", True, "api",
+                        "", "v1", base.NS_PUT, "configmaps", "", "cas-0")  # fmt: skip
+    assert authorizer.authorize(user, attrs).allowed
+    n = 20000
+    cached = timeit.timeit(lambda: authorizer.authorize(user, attrs), number=n) / n
+    uncached = timeit.timeit(lambda: authorizer._decide(user, attrs), number=n) / n
+    return {"cached_us": cached * 1e6, "uncached_us": uncached * 1e6}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -160,6 +193,9 @@ def main() -> int:
         print(f"{label:14}{rbac:>10,.0f}{allow:>14,.0f}{rbac / allow:>8.2f}")
     print(f"(medians of {rounds} alternating rounds of {seconds} s, "
           f"{base.CONNECTIONS} connections)")  # fmt: skip
+    costs = decision_costs()
+    print(f"one decision in process: {costs['cached_us']:.2f} us cached, "
+          f"{costs['uncached_us']:.2f} us uncached (after any RBAC change)")  # fmt: skip
     return 0
 
 

@@ -94,7 +94,7 @@ async def booted(cluster: Cluster) -> Cluster:
 @pytest.fixture
 async def aggregator(booted: Cluster) -> AsyncIterator[ClusterRoleAggregator]:
     controller = ClusterRoleAggregator(booted.registry, booted.catalogue, debounce_seconds=0.005)
-    await controller.start()
+    controller.start()
     try:
         await controller.wait_idle()
         yield controller
@@ -635,7 +635,7 @@ async def test_changes_made_while_stopped_are_caught_up(booted: Cluster) -> None
     label = {f"{GROUP}/aggregate-to-view": "true"}
     await booted.create("clusterroles", role("widget-viewer", [widgets], label))
     controller = ClusterRoleAggregator(booted.registry, booted.catalogue, debounce_seconds=0)
-    await controller.start()
+    controller.start()
     try:
         await controller.wait_idle()
     finally:

@@ -129,7 +129,7 @@ async def assemble(
     await ensure_system_priority_classes(registry, catalogue)
     await ensure_bootstrap_policy(registry, catalogue)
     aggregator = ClusterRoleAggregator(registry, catalogue)
-    await aggregator.start()
+    aggregator.start()
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )

@@ -11,20 +11,21 @@ It is a controller like any client's: it learns of deletions from a watch on nam
 watch cache), writes only through the registry's storages (conflict-checked), and keeps no state
 of its own, so it is crash-safe: on start the watch's initial events show every terminating
 namespace again. Namespaces held by finalizers are re-checked with exponential back-off, and
-every namespace is looked at again every ``resync_seconds``. Work is done in pages of
+every namespace is looked at again every ``resync_seconds`` (the loop of
+:mod:`kubelite.api.controllers.passes`). Work is done in pages of
 ``page_size`` objects, yielding the event loop between pages.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.controllers.passes import PassController
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.namespaces import KUBERNETES_FINALIZER, namespace_info
 from kubelite.api.listing import ListOptions
@@ -35,11 +36,10 @@ from kubelite.api.rest import (
     DeleteOptions,
     Lister,
     Updater,
-    Watcher,
-    WatchOptions,
     WriteOptions,
 )
 from kubelite.api.stored import clone, storage_prefix
+from kubelite.api.watchcache import WatchEvent
 
 #: The manager its writes are recorded under (kube runs this controller in kube-controller-manager).
 MANAGER = "kube-controller-manager"
@@ -49,10 +49,13 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-class NamespaceController:
+class NamespaceController(PassController):
     """``start()`` runs the controller as tasks on the running loop; ``close()`` stops them.
     ``wait_idle()`` (for tests) returns once a pass that began after the call found nothing it
     could do (every terminating namespace gone or waiting on finalizers)."""
+
+    name = "namespace controller"
+    idle_while_waiting = True
 
     def __init__(
         self,
@@ -64,99 +67,23 @@ class NamespaceController:
         retry_max_seconds: float = 2.0,
         resync_seconds: float = 60.0,
     ) -> None:
-        self.registry = registry
+        super().__init__(
+            registry,
+            namespace_info(catalogue),
+            retry_min_seconds=retry_min_seconds,
+            retry_max_seconds=retry_max_seconds,
+            resync_seconds=resync_seconds,
+        )
         self.catalogue = catalogue
-        self.info: ResourceInfo = namespace_info(catalogue)
         self.page_size = page_size
-        self.retry_min_seconds = retry_min_seconds
-        self.retry_max_seconds = retry_max_seconds
-        self.resync_seconds = resync_seconds
-        self._tasks: list[asyncio.Task[None]] = []
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Condition()
-        self._pass_seq = 0
-        self._idle_seq = 0
 
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Run the controller on the running event loop (idempotent)."""
-        if self._tasks and not all(t.done() for t in self._tasks):
-            return
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._run(), name="kubelite-namespace-controller"),
-            loop.create_task(self._follow(), name="kubelite-namespace-watch"),
-        ]
-
-    async def close(self) -> None:
-        """Stop the controller and wait for it to end; what it did so far is in storage."""
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        async with self._idle:
-            self._idle.notify_all()
-
-    async def wait_idle(self) -> None:
-        """Wait for a controller pass begun after this call that had nothing left to do."""
-        if not self._tasks:
-            raise RuntimeError("the namespace controller is not running")
-        want = self._pass_seq + 1
-        self._wake.set()
-        async with self._idle:
-            await self._idle.wait_for(lambda: self._idle_seq >= want or not self._tasks)
-
-    # -- what wakes it ---------------------------------------------------------------------------
-
-    async def _follow(self) -> None:
-        """Wake a pass whenever a namespace is (or is seen) terminating."""
-        watcher = self.registry.storage(self.info)
-        assert isinstance(watcher, Watcher)
-        while True:
-            try:
-                events = watcher.watch(Context(), WatchOptions())
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        if (event.object.get("metadata") or {}).get("deletionTimestamp"):
-                            self._wake.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.debug("namespace controller: the watch ended; watching again", exc_info=True)
-            await asyncio.sleep(self.retry_min_seconds)
-
-    async def _run(self) -> None:
-        delay = self.retry_min_seconds
-        while True:
-            self._wake.clear()
-            self._pass_seq += 1
-            seq = self._pass_seq
-            try:
-                progressed, pending = await self._pass()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("namespace controller pass failed; retrying")
-                progressed, pending = False, True
-            if progressed:
-                delay = self.retry_min_seconds
-                await asyncio.sleep(0)
-                continue
-            async with self._idle:
-                self._idle_seq = seq
-                self._idle.notify_all()
-            timeout = delay if pending else self.resync_seconds
-            if pending:
-                delay = min(delay * 2, self.retry_max_seconds)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+    def wakes(self, event: WatchEvent) -> bool:
+        """A namespace is (or is seen) terminating."""
+        return bool((event.object.get("metadata") or {}).get("deletionTimestamp"))
 
     # -- one pass --------------------------------------------------------------------------------
 
-    async def _pass(self) -> tuple[bool, bool]:
+    async def run_pass(self) -> tuple[bool, bool]:
         """One look at every terminating namespace: (wrote anything, some are still waiting)."""
         progressed = pending = False
         listing = await self.registry.list(self.info, None)

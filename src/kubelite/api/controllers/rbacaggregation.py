@@ -27,19 +27,18 @@ back-off.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.catalogue import Catalogue
+from kubelite.api.controllers.passes import PassController
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.rbacpolicy import API_VERSION, GROUP
 from kubelite.api.rbac import rules_of
 from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Updater, Watcher, WatchOptions, WriteOptions
+from kubelite.api.rest import Context, Updater, WriteOptions
 from kubelite.api.selectors import SelectorError, label_selector_of
 from kubelite.api.stored import clone
 
@@ -53,10 +52,12 @@ Obj = dict[str, Any]
 Rule = tuple[tuple[str, tuple[Any, ...]], ...]
 
 
-class ClusterRoleAggregator:
+class ClusterRoleAggregator(PassController):
     """``start()`` runs the controller as tasks on the running loop; ``close()`` stops them.
     ``wait_idle()`` (for tests) returns once a pass begun after the call found every
     aggregated role current."""
+
+    name = "clusterrole aggregation controller"
 
     def __init__(
         self,
@@ -67,101 +68,17 @@ class ClusterRoleAggregator:
         retry_min_seconds: float = 0.05,
         retry_max_seconds: float = 2.0,
     ) -> None:
-        self.registry = registry
-        self.info: ResourceInfo = catalogue.require(GROUP, "v1", "clusterroles")
-        self.debounce_seconds = debounce_seconds
-        self.retry_min_seconds = retry_min_seconds
-        self.retry_max_seconds = retry_max_seconds
-        self._tasks: list[asyncio.Task[None]] = []
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Condition()
-        self._pass_seq = 0
-        self._idle_seq = 0
-
-    # -- lifecycle -------------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Run the controller on the running event loop (idempotent)."""
-        if self._tasks and not all(t.done() for t in self._tasks):
-            return
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._run(), name="kubelite-clusterrole-aggregation"),
-            loop.create_task(self._follow(), name="kubelite-clusterrole-aggregation-watch"),
-        ]
-        self._wake.set()  # a first pass over what is stored
-
-    async def close(self) -> None:
-        """Stop the controller and wait for it to end; what it wrote so far is in storage."""
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        async with self._idle:
-            self._idle.notify_all()
-
-    async def wait_idle(self) -> None:
-        """Wait for a pass begun after this call that found nothing to write."""
-        if not self._tasks:
-            raise RuntimeError("the ClusterRole aggregation controller is not running")
-        want = self._pass_seq + 1
-        self._wake.set()
-        async with self._idle:
-            await self._idle.wait_for(lambda: self._idle_seq >= want or not self._tasks)
-
-    # -- what wakes it ---------------------------------------------------------------------------
-
-    async def _follow(self) -> None:
-        """Flag a pass on every ClusterRole event (the first events list every role)."""
-        watcher = self.registry.storage(self.info)
-        assert isinstance(watcher, Watcher)
-        while True:
-            try:
-                events = watcher.watch(Context(), WatchOptions())
-                async with contextlib.aclosing(events):
-                    async for _ in events:
-                        self._wake.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.debug("clusterrole aggregation: the watch ended; watching again", exc_info=True)
-            self._wake.set()  # events may have been missed
-            await asyncio.sleep(self.retry_min_seconds)
-
-    async def _run(self) -> None:
-        delay = self.retry_min_seconds
-        while True:
-            await self._wake.wait()
-            await asyncio.sleep(self.debounce_seconds)  # let a burst of changes arrive
-            self._wake.clear()
-            self._pass_seq += 1
-            seq = self._pass_seq
-            try:
-                wrote, pending = await self._pass()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("clusterrole aggregation pass failed; retrying")
-                wrote, pending = False, True
-            if wrote:
-                delay = self.retry_min_seconds
-                self._wake.set()  # look again: the writes may feed other aggregated roles
-                continue
-            if pending:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.retry_max_seconds)
-                self._wake.set()
-                continue
-            delay = self.retry_min_seconds
-            async with self._idle:
-                self._idle_seq = seq
-                self._idle.notify_all()
+        super().__init__(
+            registry,
+            catalogue.require(GROUP, "v1", "clusterroles"),
+            debounce_seconds=debounce_seconds,
+            retry_min_seconds=retry_min_seconds,
+            retry_max_seconds=retry_max_seconds,
+        )
 
     # -- one pass --------------------------------------------------------------------------------
 
-    async def _pass(self) -> tuple[bool, bool]:
+    async def run_pass(self) -> tuple[bool, bool]:
         """Bring every aggregated role up to date: (wrote anything, some need another look)."""
         listing = await self.registry.list(self.info, None)
         roles = sorted(listing.get("items") or [], key=lambda r: r["metadata"]["name"])
