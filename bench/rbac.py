@@ -125,8 +125,10 @@ def decision_costs() -> dict[str, float]:
         index.put("roles", _role(f"r{i}", ns))
         index.put("rolebindings", _binding(f"b{i}", ns, "Role", f"r{i}", f"user-{i}"))
     for i in range(CLUSTER_ROLES):
-        index.put("clusterroles", {"metadata": {"name": f"cr{i}"}, "rules": _role("x", "")["rules"]})
-        index.put("clusterrolebindings", _binding(f"cb{i}", None, "ClusterRole", f"cr{i}", f"op-{i}"))
+        rules = _role("x", "")["rules"]
+        index.put("clusterroles", {"metadata": {"name": f"cr{i}"}, "rules": rules})
+        crb = _binding(f"cb{i}", None, "ClusterRole", f"cr{i}", f"op-{i}")
+        index.put("clusterrolebindings", crb)
     index.put("roles", {"metadata": {"name": "bench", "namespace": base.NS_PUT}, "rules": [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"]}]})  # fmt: skip
     index.put("rolebindings", _binding("bench", base.NS_PUT, "Role", "bench", "bench"))
