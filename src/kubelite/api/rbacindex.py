@@ -109,10 +109,16 @@ class PolicyIndex:
             self._cluster_roles[name] = rules_of(obj)
         else:
             self._drop_binding((namespace, name))
-            ref = obj.get("roleRef") or {}
+            ref = obj.get("roleRef")
+            ref = ref if isinstance(ref, dict) else {}  # stored before validation: anything
+            kind, role = ref.get("kind"), ref.get("name")
             subjects = tuple(s for s in obj.get("subjects") or () if isinstance(s, dict))
             binding = Binding(
-                namespace, name, str(ref.get("kind", "")), str(ref.get("name", "")), subjects
+                namespace,
+                name,
+                kind if isinstance(kind, str) else "",
+                role if isinstance(role, str) else "",
+                subjects,
             )
             self._bindings[(namespace, name)] = binding
             keys = self._by_subject.setdefault(namespace, {})
@@ -193,7 +199,7 @@ class PolicyIndex:
             if rules is None:
                 return f'clusterrole.{GROUP} "{binding.role_name}" not found'
             return rules
-        if binding.role_kind == "Role" and binding.namespace:
+        if binding.role_kind == "Role":  # a cluster role binding's Role: looked up in "", so none
             rules = self._roles.get((binding.namespace, binding.role_name))
             if rules is None:
                 return f'role.{GROUP} "{binding.role_name}" not found'

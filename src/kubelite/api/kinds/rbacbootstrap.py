@@ -348,7 +348,8 @@ def _same(a: Obj, b: Obj) -> bool:
 
 
 def _role_ref(binding: Obj) -> tuple[str, str, str]:
-    ref = binding.get("roleRef") or {}
+    ref = binding.get("roleRef")
+    ref = ref if isinstance(ref, dict) else {}  # stored before validation: anything
     return (ref.get("apiGroup") or "", ref.get("kind") or "", ref.get("name") or "")
 
 

@@ -1,0 +1,113 @@
+"""Review of the RBAC authorizer against kube-apiserver: the index and its decisions on odd stored
+objects and repeated resolution errors, the texts RBAC writes (Go ``%q`` quoting), and
+non-resource URL wildcards (plugin/pkg/auth/authorizer/rbac/rbac.go, pkg/registry/rbac/
+validation/rule.go, pkg/apis/rbac/v1/evaluation_helpers.go, apiserver responsewriters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from kubelite.api.authn import User
+from kubelite.api.catalogue import load_builtin_catalogue
+from kubelite.api.kinds import new_registry
+from kubelite.api.kinds.rbacbootstrap import reconcile_binding
+from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
+from kubelite.api.request import RequestInfo
+from kubelite.api.stored import storage_key
+from kubelite.storage import Store
+
+Obj = dict[str, Any]
+GROUP = "rbac.authorization.k8s.io"
+BOB = User("bob", ("devs", "system:authenticated"))
+LIST_CMS = RequestInfo("/api/v1/namespaces/ns1/configmaps", "list", True, "api", "", "v1", "ns1",
+                       "configmaps")  # fmt: skip
+
+
+def crb(name: str, role: str, subjects: Any, kind: str = "ClusterRole", ref: Any = None) -> Obj:
+    return {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": GROUP, "kind": kind, "name": role} if ref is None else ref,
+        "subjects": subjects,
+    }
+
+
+def rb(name: str, namespace: str, role: str, subjects: Any, kind: str = "ClusterRole") -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": GROUP, "kind": kind, "name": role},
+        "subjects": subjects,
+    }
+
+
+def authorizer(index: PolicyIndex) -> RBACAuthorizer:
+    """An RBAC authorizer over ``index`` (no store: nothing is listed or watched)."""
+    found = RBACAuthorizer.__new__(RBACAuthorizer)
+    found.index = index
+    found._cache = {}
+    found._cache_generation = -1
+    return found
+
+
+def test_a_binding_whose_role_ref_is_not_an_object_is_indexed_as_one_that_resolves_nothing() -> (
+    None
+):
+    """A binding stored before validation with ``roleRef`` a string (or a list) must not stop
+    the index: it grants nothing, and the other bindings still count."""
+    index = PolicyIndex()
+    index.replace(
+        "clusterrolebindings",
+        [
+            crb("a-bad", "", [{"kind": "User", "name": "bob"}], ref="cluster-admin"),
+            crb("b-bad", "", [{"kind": "User", "name": "bob"}], ref=["x"]),
+            crb("c-good", "viewer", [{"kind": "User", "name": "bob"}]),
+        ],
+    )
+    index.put("clusterroles", {"metadata": {"name": "viewer"},
+                               "rules": [{"verbs": ["list"], "apiGroups": [""],
+                                          "resources": ["configmaps"]}]})  # fmt: skip
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert decision.allowed
+    assert decision.reason == (
+        'RBAC: allowed by ClusterRoleBinding "c-good" of ClusterRole "viewer" to User "bob"'
+    )
+
+
+async def test_the_authorizer_starts_over_a_store_holding_such_a_binding(store: Store) -> None:
+    """The server's authorizer lists every binding at start: one stored with a string roleRef
+    (written before kubelite validated RBAC kinds) must not keep the server from starting."""
+    catalogue = load_builtin_catalogue()
+    info = catalogue.require(GROUP, "v1", "clusterrolebindings")
+    bad = crb("bad", "", [{"kind": "User", "name": "bob"}], ref="cluster-admin")
+    await store.create(storage_key(info, None, "bad"), orjson.dumps(bad))
+    rbac = RBACAuthorizer(new_registry(store, catalogue), catalogue)
+    await rbac.start()
+    try:
+        assert not rbac.authorize(BOB, LIST_CMS).allowed
+        assert rbac.index.holds("clusterrolebindings", "", "bad")
+    finally:
+        await rbac.close()
+
+
+def test_a_role_ref_kind_or_name_that_is_null_reads_as_empty() -> None:
+    index = PolicyIndex()
+    index.put("clusterrolebindings", crb("b", "", [{"kind": "User", "name": "bob"}],
+                                         ref={"kind": None, "name": None}))  # fmt: skip
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert decision.reason == 'RBAC: unsupported role reference kind: ""'
+
+
+def test_a_cluster_role_binding_to_a_role_finds_no_role() -> None:
+    """``GetRoleReferenceRules`` looks a Role up in the binding's namespace, "" for a cluster
+    role binding: not found (not an unsupported kind)."""
+    index = PolicyIndex()
+    index.put("clusterrolebindings", crb("b", "r", [{"kind": "User", "name": "bob"}], "Role"))
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert decision.reason == f'RBAC: role.{GROUP} "r" not found'
+
+
+def test_the_bootstrap_recreates_a_stock_binding_whose_role_ref_is_not_an_object() -> None:
+    expected = crb("cluster-admin", "cluster-admin", [{"kind": "Group", "name": "system:masters"}])
+    stored = crb("cluster-admin", "", [], ref="cluster-admin")
+    assert reconcile_binding(stored, expected).operation == "recreate"
