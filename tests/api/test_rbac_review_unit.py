@@ -13,6 +13,7 @@ from kubelite.api.authn import User
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding
+from kubelite.api.kinds.reviews import access_status
 from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_key
@@ -111,3 +112,30 @@ def test_the_bootstrap_recreates_a_stock_binding_whose_role_ref_is_not_an_object
     expected = crb("cluster-admin", "cluster-admin", [{"kind": "Group", "name": "system:masters"}])
     stored = crb("cluster-admin", "", [], ref="cluster-admin")
     assert reconcile_binding(stored, expected).operation == "recreate"
+
+
+def test_the_same_resolution_error_twice_is_written_once() -> None:
+    """apimachinery's aggregate drops repeated messages: two bindings of one missing role give
+    one error, not a bracketed pair."""
+    index = PolicyIndex()
+    index.put("clusterrolebindings", crb("a", "missing", [{"kind": "User", "name": "bob"}]))
+    index.put("rolebindings", rb("b", "ns1", "missing", [{"kind": "Group", "name": "devs"}]))
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert decision.reason == f'RBAC: clusterrole.{GROUP} "missing" not found'
+    index.put("rolebindings", rb("c", "ns1", "gone", [{"kind": "User", "name": "bob"}], "Role"))
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert decision.reason == (
+        f'RBAC: [clusterrole.{GROUP} "missing" not found, role.{GROUP} "gone" not found]'
+    )
+
+
+def test_rbac_resolution_errors_are_a_reason_not_an_evaluation_error() -> None:
+    """kube's RBAC authorizer returns NoOpinion, the reason ``RBAC: ...`` and a nil error: a
+    SubjectAccessReview's status has no evaluationError."""
+    index = PolicyIndex()
+    index.put("clusterrolebindings", crb("a", "missing", [{"kind": "User", "name": "bob"}]))
+    decision = authorizer(index).authorize(BOB, LIST_CMS)
+    assert access_status(decision) == {
+        "allowed": False,
+        "reason": f'RBAC: clusterrole.{GROUP} "missing" not found',
+    }

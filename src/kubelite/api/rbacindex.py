@@ -28,6 +28,7 @@ from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.listing import ListOptions
 from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
+from kubelite.api.rbaccover import aggregate
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, Watcher, WatchOptions
@@ -211,11 +212,6 @@ class PolicyIndex:
             yield binding, subject, self.role_rules(binding)
 
 
-def aggregate_errors(errors: list[str]) -> str:
-    """apimachinery's ``NewAggregate(errs).Error()``: one error as it is, several in brackets."""
-    return errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
-
-
 class RBACAuthorizer:
     """RBAC over a :class:`PolicyIndex`, with each decision remembered until the index
     changes. :meth:`start` lists and watches the four kinds through ``registry``."""
@@ -255,9 +251,8 @@ class RBACAuthorizer:
             for rule in rules:
                 if rule_allows(attrs, rule):
                     return Decision(True, f"RBAC: allowed by {binding.describe(subject)}")
-        if errors:
-            text = aggregate_errors(errors)
-            return Decision(False, f"RBAC: {text}", error=text)
+        if errors:  # a reason, not an error: kube's RBAC authorizer returns a nil error
+            return Decision(False, f"RBAC: {aggregate(errors)}")
         return Decision(False)
 
     def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
