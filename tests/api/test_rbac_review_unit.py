@@ -14,6 +14,7 @@ from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding
 from kubelite.api.kinds.reviews import access_status
+from kubelite.api.rbac import forbidden
 from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_key
@@ -139,3 +140,25 @@ def test_rbac_resolution_errors_are_a_reason_not_an_evaluation_error() -> None:
         "allowed": False,
         "reason": f'RBAC: clusterrole.{GROUP} "missing" not found',
     }
+
+
+def test_names_in_texts_are_go_quoted() -> None:
+    """``User %q`` in the 403 text and ``%s %q`` in the allow reason: a quote in a name is
+    escaped."""
+    odd = User('a"b\\c', ("system:authenticated",))
+    refused = forbidden(odd, LIST_CMS)
+    assert refused.message == (
+        'configmaps is forbidden: User "a\\"b\\\\c" cannot list resource "configmaps" in API '
+        'group "" in the namespace "ns1"'
+    )
+    path = forbidden(odd, RequestInfo("/foo", "get"))
+    assert path.message == 'forbidden: User "a\\"b\\\\c" cannot get path "/foo"'
+    index = PolicyIndex()
+    index.put("clusterrolebindings", crb('b"1', "viewer", [{"kind": "User", "name": 'a"b\\c'}]))
+    index.put("clusterroles", {"metadata": {"name": "viewer"},
+                               "rules": [{"verbs": ["*"], "apiGroups": ["*"],
+                                          "resources": ["*"]}]})  # fmt: skip
+    decision = authorizer(index).authorize(odd, LIST_CMS)
+    assert decision.reason == (
+        'RBAC: allowed by ClusterRoleBinding "b\\"1" of ClusterRole "viewer" to User "a\\"b\\\\c"'
+    )

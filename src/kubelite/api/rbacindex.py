@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
+from kubelite.api.errors import go_quote
 from kubelite.api.listing import ListOptions
 from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
 from kubelite.api.rbaccover import aggregate
@@ -61,10 +62,11 @@ class Binding(NamedTuple):
         name = subject.get("name", "")
         if kind == "ServiceAccount":
             name = f"{name}/{subject.get('namespace') or self.namespace}"
-        whom = f'{kind} "{name}"'
+        whom = f"{kind} {go_quote(name)}"
+        role = f"{self.role_kind} {go_quote(self.role_name)}"
         if self.namespace:
-            return f'RoleBinding "{self.name}/{self.namespace}" of {self.role_kind} "{self.role_name}" to {whom}'  # noqa: E501
-        return f'ClusterRoleBinding "{self.name}" of {self.role_kind} "{self.role_name}" to {whom}'
+            return f"RoleBinding {go_quote(f'{self.name}/{self.namespace}')} of {role} to {whom}"
+        return f"ClusterRoleBinding {go_quote(self.name)} of {role} to {whom}"
 
 
 def _subject_key(subject: Obj, binding_namespace: str) -> str | None:
@@ -198,14 +200,14 @@ class PolicyIndex:
         if binding.role_kind == "ClusterRole":
             rules = self._cluster_roles.get(binding.role_name)
             if rules is None:
-                return f'clusterrole.{GROUP} "{binding.role_name}" not found'
+                return f"clusterrole.{GROUP} {go_quote(binding.role_name)} not found"
             return rules
         if binding.role_kind == "Role":  # a cluster role binding's Role: looked up in "", so none
             rules = self._roles.get((binding.namespace, binding.role_name))
             if rules is None:
-                return f'role.{GROUP} "{binding.role_name}" not found'
+                return f"role.{GROUP} {go_quote(binding.role_name)} not found"
             return rules
-        return f'unsupported role reference kind: "{binding.role_kind}"'
+        return f"unsupported role reference kind: {go_quote(binding.role_kind)}"
 
     def visit(self, user: User, namespace: str) -> Iterator[tuple[Binding, Obj, list[Obj] | str]]:
         for binding, subject in self.bindings_for(user, namespace):
