@@ -14,7 +14,7 @@ from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding
 from kubelite.api.kinds.reviews import access_status
-from kubelite.api.rbac import forbidden
+from kubelite.api.rbac import forbidden, rule_allows
 from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_key
@@ -162,3 +162,11 @@ def test_names_in_texts_are_go_quoted() -> None:
     assert decision.reason == (
         'RBAC: allowed by ClusterRoleBinding "b\\"1" of ClusterRole "viewer" to User "a\\"b\\\\c"'
     )
+
+
+def test_a_non_resource_url_ending_in_several_stars_is_a_prefix() -> None:
+    """``NonResourceURLMatches`` trims every trailing ``*`` (strings.TrimRight)."""
+    rule = {"verbs": ["get"], "nonResourceURLs": ["/logs**"]}
+    assert rule_allows(RequestInfo("/logs/kube", "get"), rule)
+    assert rule_allows(RequestInfo("/logs", "get"), rule)
+    assert not rule_allows(RequestInfo("/log", "get"), rule)

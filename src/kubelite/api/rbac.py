@@ -68,7 +68,7 @@ def _url_matches(path: str, urls: list[str]) -> bool:
     for url in urls:
         if url == "*" or url == path:
             return True
-        if url.endswith("*") and path.startswith(url[:-1]):
+        if url.endswith("*") and path.startswith(url.rstrip("*")):  # TrimRight: every *
             return True
     return False
 
