@@ -39,6 +39,7 @@ from kubelite.api import errors
 from kubelite.api.authn import ANONYMOUS, User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.errors import APIError
+from kubelite.api.kinds.validation.networking import path_segment_errors
 from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
 from kubelite.api.selectors import SelectorError, parse_field_selector
@@ -229,15 +230,22 @@ def with_authorization(inner: Handler, authorizer: Authorizer | None) -> Handler
 def authorization_attributes(request: Request) -> RequestInfo:
     """The request info, with a list or watch that pins ``metadata.name`` in its field
     selector named (kube's request info does so, so that ``resourceNames`` rules can allow a
-    watch of one object)."""
+    watch of one object): only a collection's (a request naming an object keeps its name),
+    not a legacy ``/watch/`` path's (kube reads the selector only for a GET it made a list or
+    watch), and only a name that is a valid path segment."""
     info = request.info
-    if info.verb in ("list", "watch") and "fieldSelector" in request.query:
+    if (
+        info.verb in ("list", "watch")
+        and not info.name
+        and not info.legacy_watch
+        and "fieldSelector" in request.query
+    ):
         try:
             selector = parse_field_selector(request.query["fieldSelector"], None)
         except SelectorError:
             return info
         name = selector.exact_name()
-        if name:
+        if name and not path_segment_errors(name):
             return info._replace(name=name)
     return info
 
