@@ -4,6 +4,11 @@ byte, the Authorization header as kube's bearer-token authenticator reads it."""
 
 from __future__ import annotations
 
+import http.client
+import json
+import ssl
+from typing import Any
+
 from harness import Server
 from test_rbac_http import binding, create, role, user, user_token
 
@@ -49,3 +54,49 @@ def test_only_a_collection_list_or_watch_is_named_by_its_field_selector(server: 
     # a GET of one object with ?watch answers the object, as kube's GET handler does
     code, got = server.request("GET", f"{CMS}/b?watch=1")
     assert (code, got["kind"], got["data"]) == (200, "ConfigMap", {"secret": "s3cr3t"})
+
+
+def call(
+    server: Server, path: str, headers: list[tuple[str, str]], token: str | None = "default"
+) -> tuple[int, Any]:
+    """A GET with ``headers`` sent as they are (repeated, any case; a str's code points up to
+    U+00FF each one byte, as http.client writes them)."""
+    host, port = server.url.removeprefix("https://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
+    try:
+        conn.putrequest("GET", path)
+        if token is not None:
+            conn.putheader(
+                "Authorization", f"Bearer {server.token if token == 'default' else token}"
+            )
+        for name, value in headers:
+            conn.putheader(name, value)
+        conn.endheaders()
+        resp = conn.getresponse()
+        body = resp.read()
+        try:
+            return resp.status, json.loads(body)
+        except ValueError:
+            return resp.status, body
+    finally:
+        conn.close()
+
+
+def test_header_bytes_that_are_not_utf8_are_no_internal_error(server: Server) -> None:
+    """kube reads header values as bytes: an impersonated name with a byte that is not UTF-8 is
+    a name like any other (its JSON shows U+FFFD), and any other header is just carried."""
+    assert call(server, CMS, [("X-Note", "caf\xe9")])[0] == 200
+    create(server, f"{RBAC}/clusterroles", {
+        "metadata": {"name": "imp-alice"},
+        "rules": [{"verbs": ["impersonate"], "apiGroups": [""], "resources": ["users"],
+                   "resourceNames": ["alice"]}],
+    })  # fmt: skip
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("bob-imp", "ClusterRole", "imp-alice", [user("bob")]))  # fmt: skip
+    bob = user_token(server, "bob")
+    code, status = call(server, CMS, [("Impersonate-User", "al\xffce")], bob)
+    assert (code, status["details"]) == (403, {"name": "al\ufffdce", "kind": "users"})
+    code, status = call(server, CMS, [("Impersonate-User", "alice"),
+                                      ("Impersonate-Group", "d\xe9v")], bob)  # fmt: skip
+    assert (code, status["details"]) == (403, {"name": "d\ufffdv", "kind": "groups"})

@@ -86,15 +86,16 @@ def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
     uid = ""
     for raw_name, raw_value in headers:
         name = raw_name.lower()
+        value = raw_value.decode("utf-8", "replace")  # bytes that are not UTF-8: U+FFFD
         if name == USER_HEADER:
-            user = user or raw_value.decode()
+            user = user or value
         elif name == GROUP_HEADER:
-            groups.append(_Ask("Group", raw_value.decode()))
+            groups.append(_Ask("Group", value))
         elif name == UID_HEADER:
-            uid = uid or raw_value.decode()
+            uid = uid or value
         elif name.startswith(EXTRA_PREFIX):
-            key = unquote(name[len(EXTRA_PREFIX) :].decode())
-            extras.append(_Ask("UserExtra", raw_value.decode(), "", f"{AUTHENTICATION}/v1", key))
+            key = unquote(name[len(EXTRA_PREFIX) :].decode("utf-8", "replace"))
+            extras.append(_Ask("UserExtra", value, "", f"{AUTHENTICATION}/v1", key))
     asks: list[_Ask] = []
     if user:
         account = split_service_account(user)
