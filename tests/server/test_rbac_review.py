@@ -100,3 +100,25 @@ def test_header_bytes_that_are_not_utf8_are_no_internal_error(server: Server) ->
     code, status = call(server, CMS, [("Impersonate-User", "alice"),
                                       ("Impersonate-Group", "d\xe9v")], bob)  # fmt: skip
     assert (code, status["details"]) == (403, {"name": "d\ufffdv", "kind": "groups"})
+
+
+def test_an_extra_key_with_a_malformed_escape_is_kept_as_sent(server: Server) -> None:
+    """``unescapeExtraKey``: url.PathUnescape of the lower-cased key, the key as sent when an
+    escape is malformed."""
+    create(server, f"{RBAC}/clusterroles", {
+        "metadata": {"name": "imp-alice"},
+        "rules": [{"verbs": ["impersonate"], "apiGroups": [""], "resources": ["users"],
+                   "resourceNames": ["alice"]}],
+    })  # fmt: skip
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("bob-imp", "ClusterRole", "imp-alice", [user("bob")]))  # fmt: skip
+    bob = user_token(server, "bob")
+    for sent, key in (("Scopes%2FA%41", "scopes/aA"), ("A%zz%41", "a%zz%41")):
+        code, status = call(server, CMS, [("Impersonate-User", "alice"),
+                                          (f"Impersonate-Extra-{sent}", "v")], bob)  # fmt: skip
+        assert code == 403
+        assert status["message"] == (
+            f'userextras.authentication.k8s.io "v" is forbidden: User "bob" cannot impersonate '
+            f'resource "userextras/{key}" in API group "authentication.k8s.io" at the cluster '
+            "scope"
+        )

@@ -13,6 +13,7 @@ event records both users (:attr:`Request.impersonator`), and the headers are dro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -78,6 +79,18 @@ def split_service_account(name: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+_MALFORMED_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
+
+
+def unescape_extra_key(key: str) -> str:
+    """kube's ``unescapeExtraKey``: ``url.PathUnescape`` of the lower-cased key, or the key as
+    sent when one of its %-escapes is malformed (Go fails on those; Python would keep them and
+    decode the others)."""
+    if _MALFORMED_ESCAPE.search(key):
+        return key
+    return unquote(key, errors="replace")
+
+
 def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
     """The impersonation requests the headers make, and whether the groups header is set."""
     user = ""
@@ -94,7 +107,7 @@ def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
         elif name == UID_HEADER:
             uid = uid or value
         elif name.startswith(EXTRA_PREFIX):
-            key = unquote(name[len(EXTRA_PREFIX) :].decode("utf-8", "replace"))
+            key = unescape_extra_key(name[len(EXTRA_PREFIX) :].decode("utf-8", "replace"))
             extras.append(_Ask("UserExtra", value, "", f"{AUTHENTICATION}/v1", key))
     asks: list[_Ask] = []
     if user:
