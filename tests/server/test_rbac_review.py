@@ -122,3 +122,26 @@ def test_an_extra_key_with_a_malformed_escape_is_kept_as_sent(server: Server) ->
             f'resource "userextras/{key}" in API group "authentication.k8s.io" at the cluster '
             "scope"
         )
+
+
+def test_the_authorization_header_is_read_as_kubes_bearer_token_authenticator(
+    server: Server,
+) -> None:
+    """The scheme in any case, the token up to the next space; a header of another scheme, or
+    with no token, makes the request anonymous (not a 401), as kube's authenticator chain
+    falls through to the anonymous one."""
+    for header in (
+        f"bearer {server.token}",
+        f"BEARER {server.token} x",
+        f" Bearer {server.token} ",
+    ):
+        assert call(server, CMS, [("Authorization", header)], None)[0] == 200, header
+    for header in ("Basic Zm9vOmJhcg==", "Bearer", f"Bearer  {server.token}", "Negotiate x"):
+        code, status = call(server, CMS, [("Authorization", header)], None)
+        assert (code, status["message"]) == (
+            403,
+            'configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" '
+            'in API group "" in the namespace "default"',
+        ), header
+        assert call(server, "/version", [("Authorization", header)], None)[0] == 200
+    assert call(server, CMS, [("Authorization", "Bearer nope")], None)[0] == 401

@@ -15,8 +15,10 @@ DefaultBuildHandlerChain):
   every later filter and handler reads ``request.info``.
 - **http log** writes one line per request when debug logging is on (:mod:`.httplog`).
 - **authentication** sets ``request.user``: a bearer token must be valid on every path (401
-  otherwise); a request without one is ``system:anonymous``, allowed only on the public paths
-  (``/healthz``, ``/livez``, ``/readyz``, ``/version``) and refused with 401 elsewhere.
+  otherwise); a request without one (or whose ``Authorization`` header is another scheme) is
+  ``system:anonymous``, allowed only on the public paths (``/healthz``, ``/livez``,
+  ``/readyz``, ``/version``) and refused with 401 elsewhere, or everywhere the authorizer
+  allows it when anonymous requests are enabled.
 - **timeout** and **max in flight** are kube's overload limits
   (:mod:`kubelite.server.overload`).
 - **metrics**, **audit** and **authorization** are slots: each takes an object
@@ -186,8 +188,9 @@ def with_authentication(
 
     async def authenticate(request: Request, send: Send) -> None:
         header = request.headers.get("authorization")
-        if header is not None:
-            user = await authenticator.authenticate(header)
+        token = None if header is None else bearer_token(header)
+        if token is not None:
+            user = await authenticator.authenticate(f"Bearer {token}")
             if user is None:
                 request.refused = True
                 raise errors.unauthorized()
@@ -200,6 +203,16 @@ def with_authentication(
         await inner(request, send)
 
     return authenticate
+
+
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization`` header as kube's bearer-token authenticator reads it
+    (the scheme in any case, the token up to the next space), or None when the header carries
+    none (another scheme, no token): such a request is anonymous, as one without the header."""
+    parts = header.strip().split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return None
+    return parts[1]
 
 
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
