@@ -145,3 +145,29 @@ def test_the_authorization_header_is_read_as_kubes_bearer_token_authenticator(
         ), header
         assert call(server, "/version", [("Authorization", header)], None)[0] == 200
     assert call(server, CMS, [("Authorization", "Bearer nope")], None)[0] == 401
+
+
+def test_a_review_is_decoded_as_its_go_struct_before_it_is_answered(server: Server) -> None:
+    """kube decodes a SubjectAccessReview (any review) into its type first: a value of the
+    wrong type is a 400, not an answer about attributes read from nothing."""
+    sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": "bob", "resourceAttributes": "x"}}  # fmt: skip
+    code, status = server.request("POST", sar, body)
+    assert (code, status["message"]) == (
+        400,
+        'SubjectAccessReview in version "v1" cannot be handled as a SubjectAccessReview: json: '
+        "cannot unmarshal string into Go struct field SubjectAccessReviewSpec.spec."
+        "resourceAttributes of type v1.ResourceAttributes",
+    )
+    body["spec"] = {"user": "bob", "groups": "devs", "nonResourceAttributes": {"path": "/x"}}
+    assert server.request("POST", sar, body)[0] == 400
+    # what decodes is answered, unknown fields dropped as kube drops them
+    body["spec"] = {"user": "bob", "nonResourceAttributes": {"path": "/x", "verb": "get"},
+                    "bogus": 1}  # fmt: skip
+    code, answer = server.request("POST", sar, body)
+    assert (code, answer["spec"], answer["status"]) == (
+        201,
+        {"user": "bob", "nonResourceAttributes": {"path": "/x", "verb": "get"}},
+        {"allowed": False},
+    )

@@ -58,6 +58,9 @@ class ReviewREST:
         self, info: ResourceInfo, check_token: TokenCheck, authorizer: AuthorizerHook
     ) -> None:
         self.info = info
+        #: the kind request bodies are decoded as (wrong types 400, unknown fields dropped), as
+        #: kube decodes a review into its Go struct before answering it
+        self.apply_info = info
         self.check_token = check_token
         self.authorizer = authorizer
 
