@@ -171,3 +171,35 @@ def test_a_review_is_decoded_as_its_go_struct_before_it_is_answered(server: Serv
         {"user": "bob", "nonResourceAttributes": {"path": "/x", "verb": "get"}},
         {"allowed": False},
     )
+
+
+def test_an_access_review_is_refused_with_every_validation_error(server: Server) -> None:
+    """ValidateSubjectAccessReview and friends collect their errors (one 422 lists them all)
+    and refuse a review whose metadata is set (a LocalSubjectAccessReview's namespace aside)."""
+    sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    lsar = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews"
+    code, status = server.request("POST", sar, {"kind": "SubjectAccessReview", "spec": {}})
+    assert (code, status["message"]) == (
+        422,
+        'SubjectAccessReview.authorization.k8s.io "" is invalid: [spec.resourceAttributes: '
+        'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must '
+        'be specified, spec.user: Invalid value: "": at least one of user or group must be '
+        "specified]",
+    )
+    spec = {"user": "bob", "resourceAttributes": {"namespace": "default", "verb": "get"}}
+    for path, meta, why in (
+        (sar, {"name": "x"}, "must be empty"),
+        (sar, {"labels": {"a": "b"}}, "must be empty"),
+        (lsar, {"namespace": "default", "name": "x"}, "must be empty except for namespace"),
+    ):
+        code, status = server.request("POST", path, {"metadata": meta, "spec": spec})
+        assert code == 422, (path, meta)
+        assert status["details"]["causes"] == [  # type: ignore[index]
+            {"reason": "FieldValueInvalid", "message": f"Invalid value: {{...}}: {why}",
+             "field": "metadata"},
+        ]  # fmt: skip
+    empty = {"creationTimestamp": None, "labels": {}, "name": ""}
+    assert server.request("POST", sar, {"metadata": empty, "spec": spec})[0] == 201
+    assert (
+        server.request("POST", lsar, {"metadata": {"namespace": "default"}, "spec": spec})[0] == 201
+    )
