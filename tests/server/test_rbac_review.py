@@ -203,3 +203,53 @@ def test_an_access_review_is_refused_with_every_validation_error(server: Server)
     assert (
         server.request("POST", lsar, {"metadata": {"namespace": "default"}, "spec": spec})[0] == 201
     )
+
+
+def test_of_a_repeated_user_or_uid_header_the_first_counts_even_when_empty(
+    server: Server,
+) -> None:
+    """kube reads ``Impersonate-User`` and ``Impersonate-Uid`` with Go's ``Header.Get``: the
+    first value, so an empty first one is no user (or UID), whatever follows."""
+    create(server, f"{RBAC}/clusterroles", {
+        "metadata": {"name": "imp-all"},
+        "rules": [{"verbs": ["impersonate"], "apiGroups": [""],
+                   "resources": ["users", "groups"]}],
+    })  # fmt: skip
+    create(server, f"{RBAC}/clusterrolebindings",
+           binding("bob-imp", "ClusterRole", "imp-all", [user("bob")]))  # fmt: skip
+    bob = user_token(server, "bob")
+    whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+
+    def who(*headers: tuple[str, str]) -> tuple[int, Any]:
+        host, port = server.url.removeprefix("https://").rsplit(":", 1)
+        context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+        conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
+        try:
+            data = json.dumps(body).encode()
+            conn.putrequest("POST", whoami)
+            conn.putheader("Authorization", f"Bearer {bob}")
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(data)))
+            for name, value in headers:
+                conn.putheader(name, value)
+            conn.endheaders(data)
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+    code, answer = who(("Impersonate-User", ""), ("Impersonate-User", "alice"))
+    assert (code, answer["status"]["userInfo"]["username"]) == (201, "bob")
+    code, status = who(("Impersonate-User", ""), ("Impersonate-User", "alice"),
+                       ("Impersonate-Group", "g"))  # fmt: skip
+    assert (code, status["message"]) == (
+        400,
+        "requested [{Group  g    }] without impersonating a user",
+    )
+    code, answer = who(("Impersonate-User", "alice"), ("Impersonate-Uid", ""),
+                       ("Impersonate-Uid", "u"))  # fmt: skip
+    assert (code, answer["status"]["userInfo"]) == (
+        201,
+        {"username": "alice", "groups": ["system:authenticated"]},
+    )

@@ -92,20 +92,21 @@ def unescape_extra_key(key: str) -> str:
 
 
 def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
-    """The impersonation requests the headers make, and whether the groups header is set."""
-    user = ""
+    """The impersonation requests the headers make, and whether the groups header is set. Of
+    a repeated user or UID header the first counts, empty or not (Go's ``Header.Get``)."""
+    user: str | None = None
     groups: list[_Ask] = []
     extras: list[_Ask] = []
-    uid = ""
+    uid: str | None = None
     for raw_name, raw_value in headers:
         name = raw_name.lower()
         value = raw_value.decode("utf-8", "replace")  # bytes that are not UTF-8: U+FFFD
         if name == USER_HEADER:
-            user = user or value
+            user = value if user is None else user
         elif name == GROUP_HEADER:
             groups.append(_Ask("Group", value))
         elif name == UID_HEADER:
-            uid = uid or value
+            uid = value if uid is None else uid
         elif name.startswith(EXTRA_PREFIX):
             key = unescape_extra_key(name[len(EXTRA_PREFIX) :].decode("utf-8", "replace"))
             extras.append(_Ask("UserExtra", value, "", f"{AUTHENTICATION}/v1", key))
