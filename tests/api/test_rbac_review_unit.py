@@ -11,6 +11,7 @@ import orjson
 
 from kubelite.api.authn import User
 from kubelite.api.catalogue import load_builtin_catalogue
+from kubelite.api.controllers.rbacaggregation import aggregate_all
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding
 from kubelite.api.kinds.reviews import access_status
@@ -170,3 +171,16 @@ def test_a_non_resource_url_ending_in_several_stars_is_a_prefix() -> None:
     assert rule_allows(RequestInfo("/logs/kube", "get"), rule)
     assert rule_allows(RequestInfo("/logs", "get"), rule)
     assert not rule_allows(RequestInfo("/log", "get"), rule)
+
+
+def test_aggregation_passes_over_a_cluster_role_whose_labels_are_of_another_shape() -> None:
+    """A ClusterRole stored before validation with ``labels`` a list matches no selector (as
+    in a list's label selector) instead of failing every aggregation pass."""
+    pods = {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}
+    roles = [
+        {"metadata": {"name": "a", "labels": ["x"]}, "rules": [pods]},
+        {"metadata": {"name": "agg"},
+         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}},
+        {"metadata": {"name": "b", "labels": {"x": "y"}}, "rules": [pods]},
+    ]  # fmt: skip
+    assert aggregate_all(roles) == {"agg": [pods]}
