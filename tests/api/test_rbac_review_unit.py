@@ -13,7 +13,7 @@ from kubelite.api.authn import User
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import aggregate_all
 from kubelite.api.kinds import new_registry
-from kubelite.api.kinds.rbacbootstrap import reconcile_binding
+from kubelite.api.kinds.rbacbootstrap import reconcile_binding, reconcile_role
 from kubelite.api.kinds.reviews import access_status
 from kubelite.api.rbac import forbidden, rule_allows
 from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
@@ -184,3 +184,12 @@ def test_aggregation_passes_over_a_cluster_role_whose_labels_are_of_another_shap
         {"metadata": {"name": "b", "labels": {"x": "y"}}, "rules": [pods]},
     ]  # fmt: skip
     assert aggregate_all(roles) == {"agg": [pods]}
+
+
+def test_the_bootstrap_reconciles_a_stock_role_whose_labels_are_of_another_shape() -> None:
+    expected = {"metadata": {"name": "view", "labels": {"kubernetes.io/bootstrapping": "x"},
+                             "annotations": {}}, "rules": []}  # fmt: skip
+    stored = {"metadata": {"name": "view", "labels": ["a"], "annotations": "b"}, "rules": []}
+    result = reconcile_role(stored, expected)
+    assert result.operation == "update"
+    assert result.obj["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "x"}
