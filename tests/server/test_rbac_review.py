@@ -57,28 +57,36 @@ def test_only_a_collection_list_or_watch_is_named_by_its_field_selector(server: 
 
 
 def call(
-    server: Server, path: str, headers: list[tuple[str, str]], token: str | None = "default"
+    server: Server,
+    path: str,
+    headers: list[tuple[str, str]],
+    token: str | None = "default",
+    body: object = None,
 ) -> tuple[int, Any]:
-    """A GET with ``headers`` sent as they are (repeated, any case; a str's code points up to
-    U+00FF each one byte, as http.client writes them)."""
+    """A GET (a POST of ``body``) with ``headers`` sent as they are (repeated, any case; a
+    str's code points up to U+00FF each one byte, as http.client writes them)."""
     host, port = server.url.removeprefix("https://").rsplit(":", 1)
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
+    data = None if body is None else json.dumps(body).encode()
     try:
-        conn.putrequest("GET", path)
+        conn.putrequest("GET" if data is None else "POST", path)
         if token is not None:
             conn.putheader(
                 "Authorization", f"Bearer {server.token if token == 'default' else token}"
             )
+        if data is not None:
+            conn.putheader("Content-Type", "application/json")
+            conn.putheader("Content-Length", str(len(data)))
         for name, value in headers:
             conn.putheader(name, value)
-        conn.endheaders()
+        conn.endheaders(data)
         resp = conn.getresponse()
-        body = resp.read()
+        raw = resp.read()
         try:
-            return resp.status, json.loads(body)
+            return resp.status, json.loads(raw)
         except ValueError:
-            return resp.status, body
+            return resp.status, raw
     finally:
         conn.close()
 
@@ -222,22 +230,7 @@ def test_of_a_repeated_user_or_uid_header_the_first_counts_even_when_empty(
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
 
     def who(*headers: tuple[str, str]) -> tuple[int, Any]:
-        host, port = server.url.removeprefix("https://").rsplit(":", 1)
-        context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-        conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
-        try:
-            data = json.dumps(body).encode()
-            conn.putrequest("POST", whoami)
-            conn.putheader("Authorization", f"Bearer {bob}")
-            conn.putheader("Content-Type", "application/json")
-            conn.putheader("Content-Length", str(len(data)))
-            for name, value in headers:
-                conn.putheader(name, value)
-            conn.endheaders(data)
-            resp = conn.getresponse()
-            return resp.status, json.loads(resp.read())
-        finally:
-            conn.close()
+        return call(server, whoami, list(headers), bob, body)
 
     code, answer = who(("Impersonate-User", ""), ("Impersonate-User", "alice"))
     assert (code, answer["status"]["userInfo"]["username"]) == (201, "bob")
