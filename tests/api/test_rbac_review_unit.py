@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
+from kubelite import cli
 from kubelite.api.authn import User
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import aggregate_all
@@ -193,3 +195,16 @@ def test_the_bootstrap_reconciles_a_stock_role_whose_labels_are_of_another_shape
     result = reconcile_role(stored, expected)
     assert result.operation == "update"
     assert result.obj["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "x"}
+
+
+@pytest.mark.parametrize("expiration", ["0", "-5", "500ms", "nan", "inf", "1e30"])
+def test_kubeconfig_refuses_a_validity_no_token_can_have(
+    expiration: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kubelite kubeconfig --expiration``: a usage error, not a kubeconfig whose token has
+    already expired nor a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["kubeconfig", "--user", "u", "--data-dir", "/nonexistent",
+                  "--expiration", expiration])  # fmt: skip
+    assert exited.value.code == 2
+    assert "argument --expiration: invalid validity" in capsys.readouterr().err
