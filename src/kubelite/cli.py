@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "token signed with the server's key, authenticating as --user in each --group (and "
         "system:authenticated). What the user may do is what RBAC grants it.",
     )
-    k.add_argument("--user", required=True, help="the user name, e.g. alice")
+    k.add_argument("--user", required=True, type=_user_name, help="the user name, e.g. alice")
     k.add_argument("--group", action="append", default=[], help="a group of the user (repeatable)")
     k.add_argument("--data-dir", default="./kubelite-data", help="the server's data dir")
     k.add_argument("--namespace", default="default", help="the context's namespace")
@@ -302,3 +302,10 @@ def _validity(text: str) -> float:
     if not 1 <= seconds <= 1 << 32:  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"invalid validity {text!r}: from 1s up to 2^32 seconds")
     return seconds
+
+
+def _user_name(text: str) -> str:
+    """A user name: not empty (the server authenticates no token of an empty name)."""
+    if not text:
+        raise argparse.ArgumentTypeError("a user name may not be empty")
+    return text

@@ -208,3 +208,10 @@ def test_kubeconfig_refuses_a_validity_no_token_can_have(
                   "--expiration", expiration])  # fmt: skip
     assert exited.value.code == 2
     assert "argument --expiration: invalid validity" in capsys.readouterr().err
+
+
+def test_kubeconfig_refuses_an_empty_user_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["kubeconfig", "--user", "", "--data-dir", "/nonexistent"])
+    assert exited.value.code == 2
+    assert "argument --user: a user name may not be empty" in capsys.readouterr().err
