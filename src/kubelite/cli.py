@@ -113,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         "token signed with the server's key, authenticating as --user in each --group (and "
         "system:authenticated). What the user may do is what RBAC grants it.",
     )
-    k.add_argument("--user", required=True, help="the user name, e.g. alice")
+    k.add_argument("--user", required=True, type=_user_name, help="the user name, e.g. alice")
     k.add_argument("--group", action="append", default=[], help="a group of the user (repeatable)")
     k.add_argument("--data-dir", default="./kubelite-data", help="the server's data dir")
     k.add_argument("--namespace", default="default", help="the context's namespace")
-    k.add_argument("--expiration", type=_duration, default=365 * 86400.0, help="validity, e.g. 24h")
+    k.add_argument("--expiration", type=_validity, default=365 * 86400.0, help="validity, e.g. 24h")
     k.add_argument("-o", "--output", default=None, help="write here (mode 0600), not stdout")
     c = sub.add_parser("compact", help="drop the server's history below a revision")
     c.add_argument(
@@ -293,3 +293,19 @@ def _duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _validity(text: str) -> float:
+    """A token's validity: a duration of a whole second up to 2^32 seconds (what a token's
+    expiry can say; less would write a kubeconfig whose token never works)."""
+    seconds = _duration(text)
+    if not 1 <= seconds <= 1 << 32:  # NaN fails both comparisons
+        raise argparse.ArgumentTypeError(f"invalid validity {text!r}: from 1s up to 2^32 seconds")
+    return seconds
+
+
+def _user_name(text: str) -> str:
+    """A user name: not empty (the server authenticates no token of an empty name)."""
+    if not text:
+        raise argparse.ArgumentTypeError("a user name may not be empty")
+    return text

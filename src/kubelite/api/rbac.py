@@ -68,7 +68,7 @@ def _url_matches(path: str, urls: list[str]) -> bool:
     for url in urls:
         if url == "*" or url == path:
             return True
-        if url.endswith("*") and path.startswith(url[:-1]):
+        if url.endswith("*") and path.startswith(url.rstrip("*")):  # TrimRight: every *
             return True
     return False
 
@@ -93,7 +93,7 @@ def subject_matches(subject: Obj, user: User, binding_namespace: str) -> bool:
 def forbidden(user: User, info: RequestInfo, reason: str = "") -> APIError:
     """The 403 kube answers a request nothing allowed (``ForbiddenStatusError``): the message
     names the user, the verb and what it was done to; ``reason`` (an authorizer's) follows."""
-    who = f'User "{user.name}" cannot {info.verb}'
+    who = f"User {go_quote(user.name)} cannot {info.verb}"
     if not info.is_resource_request:
         message = f"forbidden: {html.escape(f'{who} path {go_quote(info.path)}', quote=False)}"
         return APIError(403, "Forbidden", _with_reason(message, reason), {})

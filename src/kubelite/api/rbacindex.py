@@ -26,8 +26,10 @@ from typing import Any, NamedTuple
 from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
+from kubelite.api.errors import go_quote
 from kubelite.api.listing import ListOptions
 from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
+from kubelite.api.rbaccover import aggregate
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, Watcher, WatchOptions
@@ -60,10 +62,11 @@ class Binding(NamedTuple):
         name = subject.get("name", "")
         if kind == "ServiceAccount":
             name = f"{name}/{subject.get('namespace') or self.namespace}"
-        whom = f'{kind} "{name}"'
+        whom = f"{kind} {go_quote(name)}"
+        role = f"{self.role_kind} {go_quote(self.role_name)}"
         if self.namespace:
-            return f'RoleBinding "{self.name}/{self.namespace}" of {self.role_kind} "{self.role_name}" to {whom}'  # noqa: E501
-        return f'ClusterRoleBinding "{self.name}" of {self.role_kind} "{self.role_name}" to {whom}'
+            return f"RoleBinding {go_quote(f'{self.name}/{self.namespace}')} of {role} to {whom}"
+        return f"ClusterRoleBinding {go_quote(self.name)} of {role} to {whom}"
 
 
 def _subject_key(subject: Obj, binding_namespace: str) -> str | None:
@@ -109,10 +112,16 @@ class PolicyIndex:
             self._cluster_roles[name] = rules_of(obj)
         else:
             self._drop_binding((namespace, name))
-            ref = obj.get("roleRef") or {}
+            ref = obj.get("roleRef")
+            ref = ref if isinstance(ref, dict) else {}  # stored before validation: anything
+            kind, role = ref.get("kind"), ref.get("name")
             subjects = tuple(s for s in obj.get("subjects") or () if isinstance(s, dict))
             binding = Binding(
-                namespace, name, str(ref.get("kind", "")), str(ref.get("name", "")), subjects
+                namespace,
+                name,
+                kind if isinstance(kind, str) else "",
+                role if isinstance(role, str) else "",
+                subjects,
             )
             self._bindings[(namespace, name)] = binding
             keys = self._by_subject.setdefault(namespace, {})
@@ -191,23 +200,18 @@ class PolicyIndex:
         if binding.role_kind == "ClusterRole":
             rules = self._cluster_roles.get(binding.role_name)
             if rules is None:
-                return f'clusterrole.{GROUP} "{binding.role_name}" not found'
+                return f"clusterrole.{GROUP} {go_quote(binding.role_name)} not found"
             return rules
-        if binding.role_kind == "Role" and binding.namespace:
+        if binding.role_kind == "Role":  # a cluster role binding's Role: looked up in "", so none
             rules = self._roles.get((binding.namespace, binding.role_name))
             if rules is None:
-                return f'role.{GROUP} "{binding.role_name}" not found'
+                return f"role.{GROUP} {go_quote(binding.role_name)} not found"
             return rules
-        return f'unsupported role reference kind: "{binding.role_kind}"'
+        return f"unsupported role reference kind: {go_quote(binding.role_kind)}"
 
     def visit(self, user: User, namespace: str) -> Iterator[tuple[Binding, Obj, list[Obj] | str]]:
         for binding, subject in self.bindings_for(user, namespace):
             yield binding, subject, self.role_rules(binding)
-
-
-def aggregate_errors(errors: list[str]) -> str:
-    """apimachinery's ``NewAggregate(errs).Error()``: one error as it is, several in brackets."""
-    return errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
 
 
 class RBACAuthorizer:
@@ -249,9 +253,8 @@ class RBACAuthorizer:
             for rule in rules:
                 if rule_allows(attrs, rule):
                     return Decision(True, f"RBAC: allowed by {binding.describe(subject)}")
-        if errors:
-            text = aggregate_errors(errors)
-            return Decision(False, f"RBAC: {text}", error=text)
+        if errors:  # a reason, not an error: kube's RBAC authorizer returns a nil error
+            return Decision(False, f"RBAC: {aggregate(errors)}")
         return Decision(False)
 
     def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:

@@ -15,8 +15,10 @@ DefaultBuildHandlerChain):
   every later filter and handler reads ``request.info``.
 - **http log** writes one line per request when debug logging is on (:mod:`.httplog`).
 - **authentication** sets ``request.user``: a bearer token must be valid on every path (401
-  otherwise); a request without one is ``system:anonymous``, allowed only on the public paths
-  (``/healthz``, ``/livez``, ``/readyz``, ``/version``) and refused with 401 elsewhere.
+  otherwise); a request without one (or whose ``Authorization`` header is another scheme) is
+  ``system:anonymous``, allowed only on the public paths (``/healthz``, ``/livez``,
+  ``/readyz``, ``/version``) and refused with 401 elsewhere, or everywhere the authorizer
+  allows it when anonymous requests are enabled.
 - **timeout** and **max in flight** are kube's overload limits
   (:mod:`kubelite.server.overload`).
 - **metrics**, **audit** and **authorization** are slots: each takes an object
@@ -39,6 +41,7 @@ from kubelite.api import errors
 from kubelite.api.authn import ANONYMOUS, User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.errors import APIError
+from kubelite.api.kinds.validation.networking import path_segment_errors
 from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
 from kubelite.api.selectors import SelectorError, parse_field_selector
@@ -185,8 +188,9 @@ def with_authentication(
 
     async def authenticate(request: Request, send: Send) -> None:
         header = request.headers.get("authorization")
-        if header is not None:
-            user = await authenticator.authenticate(header)
+        token = None if header is None else bearer_token(header)
+        if token is not None:
+            user = await authenticator.authenticate(f"Bearer {token}")
             if user is None:
                 request.refused = True
                 raise errors.unauthorized()
@@ -199,6 +203,16 @@ def with_authentication(
         await inner(request, send)
 
     return authenticate
+
+
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization`` header as kube's bearer-token authenticator reads it
+    (the scheme in any case, the token up to the next space), or None when the header carries
+    none (another scheme, no token): such a request is anonymous, as one without the header."""
+    parts = header.strip().split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return None
+    return parts[1]
 
 
 DECISION_ANNOTATION = "authorization.k8s.io/decision"
@@ -229,15 +243,22 @@ def with_authorization(inner: Handler, authorizer: Authorizer | None) -> Handler
 def authorization_attributes(request: Request) -> RequestInfo:
     """The request info, with a list or watch that pins ``metadata.name`` in its field
     selector named (kube's request info does so, so that ``resourceNames`` rules can allow a
-    watch of one object)."""
+    watch of one object): only a collection's (a request naming an object keeps its name),
+    not a legacy ``/watch/`` path's (kube reads the selector only for a GET it made a list or
+    watch), and only a name that is a valid path segment."""
     info = request.info
-    if info.verb in ("list", "watch") and "fieldSelector" in request.query:
+    if (
+        info.verb in ("list", "watch")
+        and not info.name
+        and not info.legacy_watch
+        and "fieldSelector" in request.query
+    ):
         try:
             selector = parse_field_selector(request.query["fieldSelector"], None)
         except SelectorError:
             return info
         name = selector.exact_name()
-        if name:
+        if name and not path_segment_errors(name):
             return info._replace(name=name)
     return info
 

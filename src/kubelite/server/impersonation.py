@@ -13,6 +13,7 @@ event records both users (:attr:`Request.impersonator`), and the headers are dro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -78,23 +79,37 @@ def split_service_account(name: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
+_MALFORMED_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2})")
+
+
+def unescape_extra_key(key: str) -> str:
+    """kube's ``unescapeExtraKey``: ``url.PathUnescape`` of the lower-cased key, or the key as
+    sent when one of its %-escapes is malformed (Go fails on those; Python would keep them and
+    decode the others)."""
+    if _MALFORMED_ESCAPE.search(key):
+        return key
+    return unquote(key, errors="replace")
+
+
 def _asks(headers: list[tuple[bytes, bytes]]) -> tuple[list[_Ask], bool]:
-    """The impersonation requests the headers make, and whether the groups header is set."""
-    user = ""
+    """The impersonation requests the headers make, and whether the groups header is set. Of
+    a repeated user or UID header the first counts, empty or not (Go's ``Header.Get``)."""
+    user: str | None = None
     groups: list[_Ask] = []
     extras: list[_Ask] = []
-    uid = ""
+    uid: str | None = None
     for raw_name, raw_value in headers:
         name = raw_name.lower()
+        value = raw_value.decode("utf-8", "replace")  # bytes that are not UTF-8: U+FFFD
         if name == USER_HEADER:
-            user = user or raw_value.decode()
+            user = value if user is None else user
         elif name == GROUP_HEADER:
-            groups.append(_Ask("Group", raw_value.decode()))
+            groups.append(_Ask("Group", value))
         elif name == UID_HEADER:
-            uid = uid or raw_value.decode()
+            uid = value if uid is None else uid
         elif name.startswith(EXTRA_PREFIX):
-            key = unquote(name[len(EXTRA_PREFIX) :].decode())
-            extras.append(_Ask("UserExtra", raw_value.decode(), "", f"{AUTHENTICATION}/v1", key))
+            key = unescape_extra_key(name[len(EXTRA_PREFIX) :].decode("utf-8", "replace"))
+            extras.append(_Ask("UserExtra", value, "", f"{AUTHENTICATION}/v1", key))
     asks: list[_Ask] = []
     if user:
         account = split_service_account(user)

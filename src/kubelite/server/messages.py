@@ -55,7 +55,12 @@ class Request:
                 scope.get("query_string", b"").decode(), keep_blank_values=True
             ).items()
         }
-        self.headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        # a header is bytes (kube reads them as Go strings): what is not UTF-8 is U+FFFD, as
+        # kube's JSON writes it, never a decode error
+        self.headers = {
+            k.decode("utf-8", "replace").lower(): v.decode("utf-8", "replace")
+            for k, v in scope.get("headers", [])
+        }
         self.receive = receive
         self.raw = b""
         self.read = False

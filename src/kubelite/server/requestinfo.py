@@ -55,10 +55,8 @@ def request_info(method: str, path: str, watch_flag: bool) -> RequestInfo:
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) == 3 else ""
-    if verb == "get" and (watch_flag and not subresource):
-        verb = "watch"
-    elif verb == "get" and not name:
-        verb = "list"
+    if verb == "get" and not name:  # a GET of one object stays a get, ?watch or not
+        verb = "watch" if watch_flag else "list"
     elif verb == "delete" and not name:
         verb = "deletecollection"
     return RequestInfo(

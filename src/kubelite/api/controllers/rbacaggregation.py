@@ -174,7 +174,9 @@ def aggregate(role: Obj, roles: list[Obj], rules: dict[str, list[Obj]]) -> list[
         matcher = label_selector_of(selector)
         for other in roles:
             other_name = other["metadata"]["name"]
-            if other_name == name or not matcher.matches(other["metadata"].get("labels") or {}):
+            labels = other["metadata"].get("labels")
+            labels = labels if isinstance(labels, dict) else {}  # another shape: no labels
+            if other_name == name or not matcher.matches(labels):
                 continue
             for rule in rules.get(other_name, rules_of(other)):
                 key = _rule_key(rule)

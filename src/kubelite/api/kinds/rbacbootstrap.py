@@ -321,7 +321,8 @@ def reconcile_binding(existing: Obj, expected: Obj) -> Reconciled:
 
 
 def _protected(existing: Obj) -> bool:
-    return ((existing.get("metadata") or {}).get("annotations") or {}).get(AUTOUPDATE) == "false"
+    annotations = (existing.get("metadata") or {}).get("annotations")
+    return isinstance(annotations, dict) and annotations.get(AUTOUPDATE) == "false"
 
 
 def _merge_metadata(result: Obj, expected: Obj) -> bool:
@@ -329,7 +330,8 @@ def _merge_metadata(result: Obj, expected: Obj) -> bool:
     meta, want = result.setdefault("metadata", {}), expected["metadata"]
     changed = False
     for key in ("annotations", "labels"):
-        have = meta.get(key) or {}
+        have = meta.get(key)
+        have = have if isinstance(have, dict) else {}  # stored before validation: anything
         merged = {**(want.get(key) or {}), **have}
         if merged != have:
             meta[key] = merged
@@ -348,7 +350,8 @@ def _same(a: Obj, b: Obj) -> bool:
 
 
 def _role_ref(binding: Obj) -> tuple[str, str, str]:
-    ref = binding.get("roleRef") or {}
+    ref = binding.get("roleRef")
+    ref = ref if isinstance(ref, dict) else {}  # stored before validation: anything
     return (ref.get("apiGroup") or "", ref.get("kind") or "", ref.get("name") or "")
 
 

@@ -58,6 +58,9 @@ class ReviewREST:
         self, info: ResourceInfo, check_token: TokenCheck, authorizer: AuthorizerHook
     ) -> None:
         self.info = info
+        #: the kind request bodies are decoded as (wrong types 400, unknown fields dropped), as
+        #: kube decodes a review into its Go struct before answering it
+        self.apply_info = info
         self.check_token = check_token
         self.authorizer = authorizer
 
@@ -97,7 +100,7 @@ async def answer(
     else:
         if info.plural == "localsubjectaccessreviews":
             _check_object_namespace(body, namespace)
-        _check_access_spec(info, namespace, spec)
+        _check_access_spec(info, namespace, body, spec)
         subject = user if info.plural == "selfsubjectaccessreviews" else spec_user(spec)
         out["status"] = access_status(authorizer.authorize(subject, attributes(spec)))
     return out
@@ -192,42 +195,66 @@ async def _token_status(spec: Obj, check_token: TokenCheck) -> Obj:
     return {"authenticated": True, "user": user.info(), "audiences": [API_AUDIENCE]}
 
 
-def _check_access_spec(info: ResourceInfo, namespace: str | None, spec: Obj) -> None:
+def _check_access_spec(info: ResourceInfo, namespace: str | None, body: Obj, spec: Obj) -> None:
+    """ValidateSubjectAccessReview, ValidateSelfSubjectAccessReview and
+    ValidateLocalSubjectAccessReview: every error, in kube's order, in one 422."""
+    local = info.plural == "localsubjectaccessreviews"
     resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    causes: list[Cause] = []
     if resource is not None and non_resource is not None:
-        raise _invalid(
-            info,
-            "spec.nonResourceAttributes",
-            _go_value(non_resource),
-            "cannot be specified in combination with resourceAttributes",
+        causes.append(
+            _cause(
+                "spec.nonResourceAttributes",
+                _go_value(non_resource),
+                "cannot be specified in combination with resourceAttributes",
+            )
         )
     if resource is None and non_resource is None:
-        raise _invalid(
-            info,
-            "spec.resourceAttributes",
-            '"null"',
-            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        causes.append(
+            _cause(
+                "spec.resourceAttributes",
+                '"null"',
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            )
         )
     if info.plural in ("subjectaccessreviews", "localsubjectaccessreviews") and not (
         spec.get("user") or spec.get("groups")
     ):
-        raise _invalid(info, "spec.user", '""', "at least one of user or group must be specified")
-    if info.plural == "localsubjectaccessreviews" and non_resource is not None:
-        raise _invalid(
-            info,
-            "spec.nonResourceAttributes",
-            _go_value(non_resource),
-            "disallowed on this kind of request",
-        )
-    if info.plural == "localsubjectaccessreviews" and isinstance(resource, dict):
+        causes.append(_cause("spec.user", '""', "at least one of user or group must be specified"))
+    meta = body.get("metadata")
+    if isinstance(meta, dict) and _set_metadata(meta, "namespace" if local else ""):
+        why = "must be empty except for namespace" if local else "must be empty"
+        causes.append(_cause("metadata", "{...}", why))
+    if local and isinstance(resource, dict):
         asked = resource.get("namespace") or ""
         if asked != namespace:
-            raise _invalid(
-                info,
-                "spec.resourceAttributes.namespace",
-                go_quote(str(asked)),
-                "must match metadata.namespace",
+            causes.append(
+                _cause(
+                    "spec.resourceAttributes.namespace",
+                    go_quote(str(asked)),
+                    "must match metadata.namespace",
+                )
             )
+    if local and non_resource is not None:
+        causes.append(
+            _cause(
+                "spec.nonResourceAttributes",
+                _go_value(non_resource),
+                "disallowed on this kind of request",
+            )
+        )
+    if causes:
+        raise errors.invalid(info.kind, info.group, "", causes)
+
+
+def _set_metadata(meta: Obj, allowed: str) -> bool:
+    """Whether ``meta`` is not an empty ObjectMeta (managedFields, and ``allowed``, aside):
+    Go's semantic equality, where "", 0, null and an empty list or map are unset."""
+    return any(
+        value not in (None, "", 0, False, [], {})
+        for key, value in meta.items()
+        if key not in ("managedFields", allowed)
+    )
 
 
 def _check_object_namespace(body: Obj, namespace: str | None) -> None:
@@ -246,10 +273,5 @@ def _go_value(value: Any) -> str:
     return '"null"' if value is None else "{...}"
 
 
-def _invalid(info: ResourceInfo, field: str, value: str, message: str) -> errors.APIError:
-    return errors.invalid(
-        info.kind,
-        info.group,
-        "",
-        [Cause("FieldValueInvalid", f"Invalid value: {value}: {message}", field)],
-    )
+def _cause(field: str, value: str, message: str) -> Cause:
+    return Cause("FieldValueInvalid", f"Invalid value: {value}: {message}", field)
