@@ -132,8 +132,7 @@ def decision_costs() -> dict[str, float]:
     index.put("roles", {"metadata": {"name": "bench", "namespace": base.NS_PUT}, "rules": [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"]}]})  # fmt: skip
     index.put("rolebindings", _binding("bench", base.NS_PUT, "Role", "bench", "bench"))
-    authorizer = RBACAuthorizer.__new__(RBACAuthorizer)
-    authorizer.index, authorizer._cache, authorizer._cache_generation = index, {}, -1
+    authorizer = RBACAuthorizer(index)
     user = User("bench", ("system:authenticated",))
     attrs = RequestInfo(f"/api/v1/namespaces/{base.NS_PUT}/configmaps/cas-0", "get", True, "api",
                         "", "v1", base.NS_PUT, "configmaps", "", "cas-0")  # fmt: skip

@@ -18,7 +18,7 @@ from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding, reconcile_role
 from kubelite.api.kinds.reviews import access_status
 from kubelite.api.rbac import forbidden, rule_allows
-from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
+from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_key
 from kubelite.storage import Store
@@ -48,11 +48,7 @@ def rb(name: str, namespace: str, role: str, subjects: Any, kind: str = "Cluster
 
 def authorizer(index: PolicyIndex) -> RBACAuthorizer:
     """An RBAC authorizer over ``index`` (no store: nothing is listed or watched)."""
-    found = RBACAuthorizer.__new__(RBACAuthorizer)
-    found.index = index
-    found._cache = {}
-    found._cache_generation = -1
-    return found
+    return RBACAuthorizer(index)
 
 
 def test_a_binding_whose_role_ref_is_not_an_object_is_indexed_as_one_that_resolves_nothing() -> (
@@ -86,13 +82,14 @@ async def test_the_authorizer_starts_over_a_store_holding_such_a_binding(store: 
     info = catalogue.require(GROUP, "v1", "clusterrolebindings")
     bad = crb("bad", "", [{"kind": "User", "name": "bob"}], ref="cluster-admin")
     await store.create(storage_key(info, None, "bad"), orjson.dumps(bad))
-    rbac = RBACAuthorizer(new_registry(store, catalogue), catalogue)
-    await rbac.start()
+    index = PolicyIndex()
+    follower = PolicyFollower(new_registry(store, catalogue), catalogue, index)
+    await follower.start()
     try:
-        assert not rbac.authorize(BOB, LIST_CMS).allowed
-        assert rbac.index.holds("clusterrolebindings", "", "bad")
+        assert not RBACAuthorizer(index).authorize(BOB, LIST_CMS).allowed
+        assert index.holds("clusterrolebindings", "", "bad")
     finally:
-        await rbac.close()
+        await follower.close()
 
 
 def test_a_role_ref_kind_or_name_that_is_null_reads_as_empty() -> None:

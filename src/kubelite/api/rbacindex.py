@@ -9,10 +9,12 @@ by name), each with its role's rules or the error resolving it.
 :class:`RBACAuthorizer` decides on request attributes as kube's RBAC authorizer does (allow on
 the first rule that matches; never deny; the reason ``RBAC: <errors>`` when resolving failed)
 and remembers each decision until the index changes: a request that was decided before costs a
-dictionary lookup. It follows the stored objects like any informer (list, then watch from the
+dictionary lookup.
+
+:class:`PolicyFollower` keeps the index current like any informer (list, then watch from the
 list's revision; list again when the watch ends), on every server over the same store, so a
-change takes effect everywhere within the watch's delay. :meth:`RBACAuthorizer.settled` lets
-an RBAC write answer only after this server's authorizer has seen it.
+change takes effect everywhere within the watch's delay. :meth:`PolicyFollower.settled` lets an
+RBAC write answer only after this server's index holds it.
 """
 
 from __future__ import annotations
@@ -216,20 +218,12 @@ class PolicyIndex:
 
 class RBACAuthorizer:
     """RBAC over a :class:`PolicyIndex`, with each decision remembered until the index
-    changes. :meth:`start` lists and watches the four kinds through ``registry``."""
+    changes."""
 
-    def __init__(self, registry: Registry, catalogue: Catalogue, *, retry_seconds: float = 0.5):
-        self.registry = registry
-        self.infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
-        self.index = PolicyIndex()
-        self.retry_seconds = retry_seconds
+    def __init__(self, index: PolicyIndex) -> None:
+        self.index = index
         self._cache: dict[tuple[Any, ...], Decision] = {}
         self._cache_generation = -1
-        self._revisions = dict.fromkeys(PLURALS, 0)
-        self._seen = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
-
-    # -- deciding ------------------------------------------------------------------------------
 
     def authorize(self, user: User, attrs: RequestInfo) -> Decision:
         if self._cache_generation != self.index.generation:
@@ -267,7 +261,27 @@ class RBACAuthorizer:
                 rules.extend(found)
         return rules, errors
 
-    # -- following the store -------------------------------------------------------------------
+
+class PolicyFollower:
+    """Keeps a :class:`PolicyIndex` current with the stored objects, as an informer: each kind
+    listed through ``registry``, then watched from the list's revision (listed again when the
+    watch ends or fails)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        index: PolicyIndex,
+        *,
+        retry_seconds: float = 0.5,
+    ) -> None:
+        self.registry = registry
+        self.infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
+        self.index = index
+        self.retry_seconds = retry_seconds
+        self._revisions = dict.fromkeys(PLURALS, 0)
+        self._seen = asyncio.Condition()
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         """List the four kinds (the index is complete when this returns), then follow them."""

@@ -36,7 +36,7 @@ from kubelite.api.kinds.priority import (
     priority_class_info,
 )
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
-from kubelite.api.rbacindex import RBACAuthorizer
+from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.server.app import KubeliteApp
@@ -69,8 +69,8 @@ class Assembly:
     app: KubeliteApp
     metrics: APIMetrics | None = None
     audit: AuditLog | None = None
-    #: the RBAC authorizer (None under ``AlwaysAllow``)
-    rbac: RBACAuthorizer | None = None
+    #: what keeps the RBAC authorizer's index current (None under ``AlwaysAllow``)
+    rbac: PolicyFollower | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -137,9 +137,10 @@ async def assemble(
     rbac = None
     authorizer: Authorizer = AlwaysAllow()
     if authorization_mode == RBAC:
-        rbac = RBACAuthorizer(registry, catalogue)
+        index = PolicyIndex()
+        rbac = PolicyFollower(registry, catalogue, index)
         await rbac.start()
-        authorizer = PrivilegedGroups(rbac)
+        authorizer = PrivilegedGroups(RBACAuthorizer(index))
         if token is not None:
             kinds.authorizer = authorizer
             kinds.rbac_settled = rbac.settled
