@@ -10,6 +10,7 @@ authorizers read what watches keep current. The chain kube-apiserver builds is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from kubelite.api.authn import User
@@ -44,6 +45,10 @@ class Authorizer(Protocol):
         and, when ``namespace`` is not empty, by that namespace's role bindings, in kube's
         visit order; and the errors met resolving them (``RulesFor``)."""
         ...
+
+
+#: The server's authorizer now, for parts built before it (None: nothing is checked).
+AuthorizerHook = Callable[[], Authorizer | None]
 
 
 class AlwaysAllow:

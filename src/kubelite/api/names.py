@@ -64,3 +64,11 @@ def generate_name(prefix: str) -> str:
     """``prefix`` (cut to 58 characters) and five random characters."""
     suffix = "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
     return prefix[:MAX_GENERATED_PREFIX] + suffix
+
+
+def path_segment_errors(name: str) -> list[str]:
+    """apimachinery's ``IsValidPathSegmentName``: a name that can be one segment of a URL path
+    (RBAC objects' names, a name pinned by a field selector)."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]

@@ -41,7 +41,7 @@ from kubelite.api import errors
 from kubelite.api.authn import ANONYMOUS, User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.errors import APIError
-from kubelite.api.kinds.validation.networking import path_segment_errors
+from kubelite.api.names import path_segment_errors
 from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
 from kubelite.api.selectors import SelectorError, parse_field_selector

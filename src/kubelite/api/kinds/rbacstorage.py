@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.authorizer import MASTERS, Authorizer
+from kubelite.api.authorizer import MASTERS, Authorizer, AuthorizerHook
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.generic import Backing, GenericStore
@@ -38,8 +38,6 @@ from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
 
 Obj = dict[str, Any]
-#: The authorizer of the server now (None: no checks).
-AuthorizerHook = Callable[[], Authorizer | None]
 #: (plural, namespace, name, revision): returns once the server's authorizer holds a write of
 #: that object at ``revision`` (None: its removal).
 Settled = Callable[[str, str, str, int | None], Awaitable[None]]

@@ -22,10 +22,9 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.authn import API_AUDIENCE, User
-from kubelite.api.authorizer import AlwaysAllow, Authorizer, Decision
+from kubelite.api.authorizer import AlwaysAllow, Authorizer, AuthorizerHook, Decision
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
-from kubelite.api.kinds.rbacstorage import AuthorizerHook
 from kubelite.api.rbac import strings
 from kubelite.api.rbaccover import aggregate
 from kubelite.api.request import RequestInfo

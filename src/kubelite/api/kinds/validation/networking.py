@@ -21,7 +21,7 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
     too_many,
 )
-from kubelite.api.names import label_errors, subdomain_errors
+from kubelite.api.names import label_errors, path_segment_errors, subdomain_errors
 
 # -- apimachinery util/validation -------------------------------------------------------------
 
@@ -63,13 +63,6 @@ def port_number_errors(port: Any) -> list[str]:
     if isinstance(port, int) and not isinstance(port, bool) and not 1 <= port <= 65535:
         return [PORT_RANGE]
     return []
-
-
-def path_segment_errors(name: str) -> list[str]:
-    """IsValidPathSegmentName."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def is_ip(text: str) -> bool:

@@ -19,8 +19,7 @@ from kubelite.api.kinds.validation.fields import (
     required,
     selector_causes,
 )
-from kubelite.api.kinds.validation.networking import path_segment_errors
-from kubelite.api.names import subdomain_errors
+from kubelite.api.names import path_segment_errors, subdomain_errors
 
 GROUP = "rbac.authorization.k8s.io"
 
