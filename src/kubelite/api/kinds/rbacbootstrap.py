@@ -78,6 +78,10 @@ class Reconciled:
     protected: bool = False
 
 
+#: reconcile_role or reconcile_binding: (existing, expected) -> what to do
+Compute = Callable[[Obj, Obj], "Reconciled"]
+
+
 async def ensure_bootstrap_policy(registry: Registry, catalogue: Catalogue) -> None:
     """Create or reconcile the bootstrap policy (see the module docstring)."""
     roles, bindings = (
@@ -96,16 +100,21 @@ async def ensure_bootstrap_policy(registry: Registry, catalogue: Catalogue) -> N
         ),
     )
     failures: list[Exception] = []
+
+    async def one(info: ResourceInfo, compute: Compute, expected: Obj) -> None:
+        write = _Reconcile(registry, catalogue, info, expected, compute)
+        try:
+            done = await _on_conflict_retry(write.run)
+        except Exception as exc:  # as kube: try the others, fail at the end
+            log.error("rbac bootstrap: %s %s: %s", info.plural, _where(expected), exc)
+            failures.append(exc)
+            return
+        log.debug("rbac bootstrap: %s %s: %s", info.plural, _where(expected), done)
+
+    # the objects of one kind are independent: reconciled at once, so the store's writer
+    # commits them together (a fresh server is ready sooner)
     for info, compute, objects in work:
-        for expected in objects:
-            write = _Reconcile(registry, catalogue, info, expected, compute)
-            try:
-                done = await _on_conflict_retry(write.run)
-            except Exception as exc:  # as kube: try the others, fail at the end
-                log.error("rbac bootstrap: %s %s: %s", info.plural, _where(expected), exc)
-                failures.append(exc)
-                continue
-            log.debug("rbac bootstrap: %s %s: %s", info.plural, _where(expected), done)
+        await asyncio.gather(*(one(info, compute, expected) for expected in objects))
     if failures:
         raise failures[0]
 
@@ -141,7 +150,7 @@ class _Reconcile:
         catalogue: Catalogue,
         info: ResourceInfo,
         expected: Obj,
-        compute: Callable[[Obj, Obj], Reconciled],
+        compute: Compute,
     ) -> None:
         self.registry, self.catalogue, self.info = registry, catalogue, info
         self.expected, self.compute = expected, compute
