@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from harness import Server, start_server, stop_server
 
+from kubelite.api.authn import ServiceAccountTokens
+
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
@@ -239,7 +241,7 @@ def test_a_running_watch_outlives_its_binding_and_a_new_one_is_refused(server: S
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]))  # fmt: skip
     create(server, f"{RBAC}/namespaces/default/rolebindings",
            binding("alice-watch", "Role", "cm-watch", [user("alice")], "default"))  # fmt: skip
-    watcher = WatchAs(server, f"{CMS}?watch=1&timeoutSeconds=5", alice)
+    watcher = WatchAs(server, f"{CMS}?watch=1&timeoutSeconds=2", alice)
     server.request("DELETE", f"{RBAC}/namespaces/default/rolebindings/alice-watch")
     server.request("POST", CMS, {"metadata": {"name": "after"}})
     names = [e["object"]["metadata"]["name"] for e in watcher.events() if e["type"] == "ADDED"]
@@ -301,3 +303,100 @@ def test_always_allow_mode_allows_every_authenticated_request(always_allow: Serv
     # as before RBAC: anonymous requests only reach the public paths
     assert always_allow.request("GET", "/version", token=None)[0] == 200
     assert always_allow.request("GET", "/api/v1/pods", token=None)[0] == 401
+
+
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+PC = "/apis/scheduling.k8s.io/v1/priorityclasses"
+WEB = "/apis/apps/v1/namespaces/default/deployments/web"
+MERGE = "application/merge-patch+json"
+
+
+def test_every_verb_on_namespaced_and_cluster_scoped_kinds_and_subresources(
+    server: Server,
+) -> None:
+    """Each request is refused while its user holds every verb but the request's, and served
+    once the user holds that verb too: the verb, the resource and the subresource must match."""
+    server.request("POST", "/apis/apps/v1/namespaces/default/deployments", DEPLOYMENT)
+    server.request("POST", PC, {"metadata": {"name": "pc"}, "value": 10})
+    cases = [  # (group, resource, namespaced, verb, method, path, body)
+        ("", "configmaps", True, "get", "GET", f"{CMS}/cm", None),
+        ("", "configmaps", True, "list", "GET", CMS, None),
+        ("", "configmaps", True, "watch", "GET", f"{CMS}?watch=1&timeoutSeconds=1", None),
+        ("", "configmaps", True, "create", "POST", CMS, {"metadata": {"name": "new"}}),
+        ("", "configmaps", True, "update", "PUT", f"{CMS}/cm",
+         {"metadata": {"name": "cm"}, "data": {"a": "1"}}),
+        ("", "configmaps", True, "patch", "PATCH", f"{CMS}/cm", {"data": {"b": "2"}}),
+        ("", "configmaps", True, "delete", "DELETE", f"{CMS}/cm", None),
+        ("", "configmaps", True, "deletecollection", "DELETE", CMS, None),
+        ("scheduling.k8s.io", "priorityclasses", False, "get", "GET", f"{PC}/pc", None),
+        ("scheduling.k8s.io", "priorityclasses", False, "list", "GET", PC, None),
+        ("scheduling.k8s.io", "priorityclasses", False, "watch", "GET",
+         f"{PC}?watch=1&timeoutSeconds=1", None),
+        ("scheduling.k8s.io", "priorityclasses", False, "create", "POST", PC,
+         {"metadata": {"name": "pc2"}, "value": 20}),
+        ("scheduling.k8s.io", "priorityclasses", False, "patch", "PATCH", f"{PC}/pc",
+         {"description": "d"}),
+        ("scheduling.k8s.io", "priorityclasses", False, "delete", "DELETE", f"{PC}/pc2", None),
+        ("apps", "deployments/scale", True, "get", "GET", f"{WEB}/scale", None),
+        ("apps", "deployments/scale", True, "patch", "PATCH", f"{WEB}/scale",
+         {"spec": {"replicas": 2}}),
+        ("apps", "deployments/status", True, "get", "GET", f"{WEB}/status", None),
+        ("apps", "deployments/status", True, "patch", "PATCH", f"{WEB}/status",
+         {"status": {"observedGeneration": 1}}),
+    ]  # fmt: skip
+    server.request("POST", CMS, {"metadata": {"name": "cm"}})
+    for i, (group, resource, namespaced, verb, method, path, body) in enumerate(cases):
+        who = f"user-{i}"
+        token = ServiceAccountTokens(server.token).issue_user(who, [], 3600)
+        others = [v for v in VERBS if v != verb]
+        grant(server, f"all-but-{i}", group, resource, others, who, namespaced)
+        code, refused = send(server, method, path, body, token)
+        assert code == 403, (verb, path, refused)
+        scope = 'in the namespace "default"' if namespaced else "at the cluster scope"
+        assert (
+            f'User "{who}" cannot {verb} resource "{resource}" in API group "{group}" {scope}'
+            in (refused["message"])
+        ), refused
+        grant(server, f"only-{i}", group, resource, [verb], who, namespaced)
+        code, served = send(server, method, path, body, token)
+        assert code in (200, 201), (verb, path, served)
+        if method == "DELETE" and path == f"{CMS}/cm":
+            server.request("POST", CMS, {"metadata": {"name": "cm"}})
+
+
+def grant(
+    server: Server, name: str, group: str, resource: str, verbs: list[str], who: str,
+    namespaced: bool,
+) -> None:  # fmt: skip
+    """A Role (ClusterRole when not ``namespaced``) of ``verbs`` on ``resource``, bound to
+    ``who``."""
+    rule = {"apiGroups": [group], "resources": [resource], "verbs": verbs}
+    if namespaced:
+        create(server, f"{RBAC}/namespaces/default/roles", role(name, [rule]))
+        create(server, f"{RBAC}/namespaces/default/rolebindings",
+               binding(name, "Role", name, [user(who)], "default"))  # fmt: skip
+    else:
+        create(server, f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": [rule]})
+        create(server, f"{RBAC}/clusterrolebindings",
+               binding(name, "ClusterRole", name, [user(who)]))  # fmt: skip
+
+
+def send(
+    server: Server, method: str, path: str, body: Any, token: str
+) -> tuple[int, dict[str, Any]]:
+    """One request as ``token``; of a watch only whether its stream begins."""
+    if "watch=1" in path:
+        import ssl
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(server.url + path)
+        req.add_header("Authorization", f"Bearer {token}")
+        context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+        try:
+            with urllib.request.urlopen(req, context=context, timeout=10) as resp:
+                return int(resp.status), {}  # the stream began: served
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+    content_type = MERGE if method == "PATCH" else "application/json"
+    return server.request(method, path, body, content_type=content_type, token=token)
