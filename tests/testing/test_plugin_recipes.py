@@ -1,6 +1,6 @@
 """Every recipe of docs/testing.md runs, as written, in a project of its own through the
-plugin: kubelite.client, kubectl, the kubernetes client, kubernetes_asyncio, lightkube, kr8s
-and a kopf operator under KopfRunner."""
+plugin: kubelite.client, kubectl, the kubernetes client, kubernetes_asyncio, lightkube, kr8s,
+a service account held to its RBAC, and a kopf operator under KopfRunner."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ def test_the_document_has_a_recipe_for_each_client() -> None:
         "tests/test_kubernetes_asyncio.py",
         "tests/test_lightkube.py",
         "tests/test_kr8s.py",
+        "tests/test_rbac.py",
         "tests/test_operator.py",
     ]
 
@@ -29,4 +30,4 @@ def test_every_recipe_passes(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "-p", "kubelite.testing", "-p", "no:cacheprovider", *tests
     )
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import logging
 import os
 import shutil
@@ -22,14 +23,14 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 from kubelite.client import AsyncClient, Client
-from kubelite.server.serve import ServeOptions, serve
+from kubelite.server.serve import ServeOptions, serve, user_kubeconfig
 
 Mode = Literal["in-process", "subprocess"]
 MODES: tuple[Mode, ...] = ("in-process", "subprocess")
@@ -70,16 +71,52 @@ class KubeliteServer(ABC):
         """A new :class:`~kubelite.client.AsyncClient`, for ``async with``."""
         return AsyncClient.from_kubeconfig(self.kubeconfig, **options)
 
+    def user_kubeconfig(self, user: str, groups: Sequence[str] = ()) -> Path:
+        """A kubeconfig that acts as ``user`` in ``groups`` (and ``system:authenticated``), as
+        ``kubelite kubeconfig`` writes it: it may do what RBAC grants that user."""
+        return self._write_kubeconfig(
+            f"user-{user}", user_kubeconfig(self.data_dir, user, list(groups), 86400, "default")
+        )
+
+    def service_account_kubeconfig(self, namespace: str, name: str) -> Path:
+        """A kubeconfig holding a token of the service account ``namespace/name`` (which must
+        exist), as a pod running as it has: it may do what RBAC grants the account."""
+        with self.client() as client:
+            review = client.request(
+                "POST",
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                      "spec": {"expirationSeconds": 86400}},
+            )  # fmt: skip
+        config = json.loads(self.kubeconfig.read_text())
+        config["users"] = [{"name": name, "user": {"token": review["status"]["token"]}}]
+        context = config["contexts"][0]["context"]
+        context.update(user=name, namespace=namespace)
+        return self._write_kubeconfig(f"sa-{namespace}-{name}", config)
+
+    def _write_kubeconfig(self, stem: str, config: dict[str, Any]) -> Path:
+        path = self.data_dir / "kubeconfigs" / f"{stem}.kubeconfig"
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        path.write_text(json.dumps(config, indent=2))
+        path.chmod(0o600)
+        return path
+
     def kubectl(
-        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        kubeconfig: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run kubectl (next to this Python, else on PATH) against this server."""
+        """Run kubectl (next to this Python, else on PATH) against this server, as the
+        administrator or with ``kubeconfig`` (a :meth:`user_kubeconfig`, say)."""
         kubectl = find_kubectl()
         # a kubectl cache of its own: kubectl caches discovery by host and port, and a later
         # server on a reused port would otherwise be served an earlier one's kinds
         env = {
             **os.environ,
-            "KUBECONFIG": str(self.kubeconfig),
+            "KUBECONFIG": str(kubeconfig or self.kubeconfig),
             "KUBECACHEDIR": str(self.data_dir / "kubectl-cache"),
         }
         result = subprocess.run(
