@@ -17,6 +17,8 @@ from typing import Any, NamedTuple, Protocol
 
 from kubelite.api.authn import User
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.request import RequestInfo
+from kubelite.api.rest import Warnings
 
 Obj = dict[str, Any]
 
@@ -37,6 +39,14 @@ class Attributes(NamedTuple):
     user: User
     subresource: str = ""
     dry_run: bool = False
+    #: the HTTP request's attributes (None for writes made inside kubelite)
+    request: RequestInfo | None = None
+    #: where warnings go (the response's Warning headers; None: dropped)
+    warnings: Warnings | None = None
+    #: the request's audit annotations (None: not audited)
+    audit_annotations: dict[str, str] | None = None
+    #: the write's field manager (CreateOptions/UpdateOptions ``fieldManager``)
+    field_manager: str = ""
 
 
 class MutatingPlugin(Protocol):

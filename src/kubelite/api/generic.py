@@ -210,8 +210,9 @@ class GenericStore:
         name = meta.get("generateName", "") if generated else meta.get("name", "")
         admission = self.backing.admission
         attrs = Attributes(
-            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run
-        )
+            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run,
+            ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+        )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, obj, opts)
         strategy.prepare_for_create(info, obj)
@@ -305,7 +306,7 @@ class GenericStore:
         admission = self.backing.admission
         attrs = Attributes(
             UPDATE, info, self.namespace(ctx), name, new, current, ctx.user, subresource,
-            opts.dry_run,
+            opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
         )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, new, opts)
@@ -373,7 +374,7 @@ class GenericStore:
             admission = self.backing.admission
             attrs = Attributes(
                 DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
-                opts.dry_run,
+                opts.dry_run, ctx.request, None, ctx.audit_annotations,
             )  # fmt: skip
             if admission.mutating:
                 await admission.admit(attrs)

@@ -44,6 +44,8 @@ class Context(NamedTuple):
     namespace: str | None = None
     user: User = ADMIN
     request: RequestInfo | None = None
+    #: the request's audit annotations, which admission adds to (None: not audited)
+    audit_annotations: dict[str, str] | None = None
 
 
 class GetOptions(NamedTuple):

@@ -62,7 +62,7 @@ class Target:
         self.storage = storage
         self.name = ri.name
         self.namespace = ri.namespace if info.namespaced and ri.namespace else None
-        self.ctx = Context(self.namespace, request.user, ri)
+        self.ctx = Context(self.namespace, request.user, ri, request.audit_annotations)
 
     def serving(self, interface: type) -> Any:
         """The storage as ``interface``; 405 when it does not implement it."""
