@@ -36,9 +36,11 @@ from kubelite.api.kinds.priority import (
     priority_class_info,
 )
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
+from kubelite.api.kinds.serviceaddress import service_resolver
 from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
+from kubelite.api.webhookclient import WebhookClient
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.healthz import CheckFailed, Health
@@ -71,12 +73,16 @@ class Assembly:
     audit: AuditLog | None = None
     #: what keeps the RBAC authorizer's index current (None under ``AlwaysAllow``)
     rbac: PolicyFollower | None = None
+    #: the one HTTP client of admission and conversion webhook calls
+    webhooks: WebhookClient | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
+        if self.webhooks is not None:
+            await self.webhooks.close()
         await self.namespace_controller.close()
         await self.crd_controller.close()
         await self.caches.close()
@@ -112,6 +118,7 @@ async def assemble(
     ranges = service_ranges or ServiceRanges()
     kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
     registry = Registry(store, kinds, caches=caches)
+    webhooks = WebhookClient(service_resolver(registry, catalogue))
     priority = PriorityAdmission(registry, priority_class_info(catalogue))
     registry.admission.mutating.extend(
         [NamespaceLifecycleAdmission(registry, namespace_info(catalogue)), priority]
@@ -178,6 +185,7 @@ async def assemble(
         api_metrics,
         audit,
         rbac,
+        webhooks,
     )
 
 
