@@ -169,6 +169,13 @@ def internal(message: str) -> APIError:
     return APIError(500, "", message)
 
 
+def internal_error(text: str) -> APIError:
+    """apimachinery's NewInternalError: a 500 InternalError ``Internal error occurred: <text>``
+    with the text as its one cause."""
+    details = {"causes": [{"message": text}]}
+    return APIError(500, "InternalError", f"Internal error occurred: {text}", details)
+
+
 def timeout(
     message: str, causes: list[Cause] | None = None, retry_after: int | None = None
 ) -> APIError:

@@ -54,10 +54,11 @@ from kubelite.api.rest import (
     WriteOptions,
 )
 from kubelite.api.stored import (
+    Codec,
+    VersionConverter,
     clone,
     clone_value,
     decode,
-    encode,
     meta_of,
     same_content,
     same_stored,
@@ -118,7 +119,10 @@ class Written:
 class GenericStore:
     """The storage of one resource: get, list, watch, create, update (PUT and PATCH), delete
     and deletecollection, with ``strategy`` deciding what is special about the kind.
-    ``after_write`` (kube's AfterCreate/AfterUpdate/AfterDelete) runs once a write is stored."""
+    ``after_write`` (kube's AfterCreate/AfterUpdate/AfterDelete) runs once a write is stored.
+    ``converter``: the kind's versions are converted outside the process (a CRD's conversion
+    webhook); every read and write then goes through it, and a write answers what it stored
+    read back at the request's version, as kube-apiserver's storage decodes what it wrote."""
 
     def __init__(
         self,
@@ -127,6 +131,7 @@ class GenericStore:
         backing: Backing,
         *,
         after_write: AfterWrite | None = None,
+        converter: VersionConverter | None = None,
     ) -> None:
         self.info = info
         self.strategy = strategy
@@ -134,6 +139,7 @@ class GenericStore:
         self.store = backing.store
         self.writes = Writes(backing.store, backing.recent)
         self.after_write = after_write
+        self.codec = Codec(info, converter)
 
     @property
     def object_info(self) -> ResourceInfo:
@@ -154,13 +160,14 @@ class GenericStore:
         kv = await self.store.get(self.key(ctx, name))
         if kv is None:
             raise errors.not_found(self.info.plural, self.info.group, name)
-        return decode(kv, self.info)
+        return await self.codec.decode(kv)
 
     def list(self, ctx: Context, opts: ListOptions) -> ListScan:
-        return ListScan(self.store, self.info, self.namespace(ctx), opts)
+        return ListScan(self.store, self.info, self.namespace(ctx), opts, self.codec)
 
     def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
-        return self.backing.caches.get(self.info).watch(
+        codec = self.codec if self.codec.converts else None
+        return self.backing.caches.get(self.info, codec).watch(
             self.namespace(ctx),
             parse_rv_query(opts.resource_version),
             opts.matcher,
@@ -228,16 +235,16 @@ class GenericStore:
     async def _insert(self, ctx: Context, obj: Obj, dry_run: bool) -> Obj:
         """Store a new object under its name (:class:`_NameTaken` when the name is taken)."""
         info, meta = self.info, obj["metadata"]
+        data = await self.codec.encode(obj)
         try:
-            revision = await self.writes.create(
-                self.key(ctx, meta["name"]), encode(obj, info), dry_run
-            )
+            revision = await self.writes.create(self.key(ctx, meta["name"]), data, dry_run)
         except KeyExists as exc:
+            # only its metadata is read, which no conversion changes
             deleting = "deletionTimestamp" in (decode(exc.current, info).get("metadata") or {})
             raise _NameTaken(
                 errors.already_exists(info.plural, info.group, meta["name"], deleting=deleting)
             ) from None
-        return stamped(obj, revision)
+        return await self._answer(obj, data, revision)
 
     # -- update ----------------------------------------------------------------------------------
 
@@ -442,9 +449,11 @@ class GenericStore:
         guessed = kv is not None
         if kv is None:
             kv = await self.store.get(key)
+        codec = self.codec
         while True:
+            # a conversion failure is the webhook's, not the guess's: it is not read again
+            current = None if kv is None else await codec.decode(kv)
             try:
-                current = None if kv is None else decode(kv, info)
                 new = await step(current)
             except APIError:
                 if not guessed:
@@ -457,19 +466,24 @@ class GenericStore:
                     revision = await writes.delete(key, kv, dry_run)
                     stamp = revision if new.at_deletion else kv.mod_revision
                     return Written(rv.stamp(new.answer, stamp), written=True, purged=True)
-                data = encode(new, info)
+                if codec.converts and current is not None and same_content(new, current):
+                    assert kv is not None
+                    data = kv.value  # unchanged: nothing to convert
+                else:
+                    data = await codec.encode(new)
                 if kv is None:
                     revision = await writes.create(key, data, dry_run)
-                    return Written(stamped(new, revision), written=True, created=True)
+                    answer = await self._answer(new, data, revision)
+                    return Written(answer, written=True, created=True)
                 if same_stored(data, kv.value, info) or (
                     current is not None and same_content(new, current)
                 ):
                     if guessed:
                         kv, guessed = await self.store.get(key), False
                         continue
-                    return Written(decode(kv, info))
+                    return Written(await codec.decode(kv))
                 revision = await writes.update(key, data, kv, dry_run)
-                return Written(rv.stamp(new, revision), written=True)
+                return Written(await self._answer(new, data, revision), written=True)
             except (Conflict, KeyExists) as exc:
                 kv, guessed = exc.current, False
             except NotFound:
@@ -477,6 +491,14 @@ class GenericStore:
                 kv, guessed = None, False
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    async def _answer(self, new: Obj, data: bytes, revision: int) -> Obj:
+        """What a write answers: the object it stored; read back through the converter when
+        the kind has one (kube decodes what it wrote)."""
+        if not self.codec.converts:
+            return stamped(new, revision)
+        stored = await self.codec.read(data, revision)
+        return stored if revision else rv.strip(stored)
 
     async def _admit(self, attrs: Attributes, obj: Obj, opts: WriteOptions) -> None:
         """Mutating admission of a create or update; managedFields it leaves undecodable are

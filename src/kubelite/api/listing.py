@@ -1,5 +1,7 @@
 """Lists: one list request read page by page from one storage snapshot, and the continue
-tokens that resume it (kube-apiserver's format: base64 JSON with the revision and the next key)."""
+tokens that resume it (kube-apiserver's format: base64 JSON with the revision and the next key).
+Each page is read at the requested version through the kind's :class:`~kubelite.api.stored.Codec`
+(a kind converted by a webhook: the whole page in one call)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.selectors import for_kind
-from kubelite.api.stored import Obj, decode, storage_prefix
+from kubelite.api.stored import Codec, Obj, storage_prefix
 from kubelite.storage import Compacted, FutureRevision, ListResult, Store
 
 
@@ -138,9 +140,15 @@ class ListScan:
     PAGE = 500
 
     def __init__(
-        self, store: Store, info: ResourceInfo, namespace: str | None, opts: ListOptions
+        self,
+        store: Store,
+        info: ResourceInfo,
+        namespace: str | None,
+        opts: ListOptions,
+        codec: Codec | None = None,
     ) -> None:
         validate_list_options(opts)
+        self.codec = codec if codec is not None else Codec(info)
         # the kind's field labels, checked after the list options as kube-apiserver does
         self.matches = for_kind(opts.label_selector, info.field_labels, info.field_label_error)
         self.store = store
@@ -195,7 +203,7 @@ class ListScan:
                 count = self.count_remaining and limit is not None and page == limit - sent
                 result = await self._read(page, count)
                 self.revision = result.revision
-                matched = [decode(kv, self.info) for kv in result.items]
+                matched = await self.codec.decode_all(result.items)
                 if self.matches is not None:
                     matched = [obj for obj in matched if self.matches(obj)]
                 sent += len(matched)

@@ -38,6 +38,13 @@ attached ends with the 410 (it would otherwise miss events) so that its client r
 store failure (the store closing) ends the cache and its watchers; :meth:`WatchCacheSet.get`
 starts a fresh one on the next watch.
 
+A kind converted by a webhook (its :class:`~kubelite.api.stored.Codec` converts) has its events
+read at the watched version when a watcher first reaches them, not when they arrive: a cache
+nobody reads calls no webhook, and the feeder never waits on one. Each event is converted once
+(the prior object only for a watcher with a selector); a conversion that fails ends the watcher
+with an ERROR event, the 500 ``Internal error occurred: <why>`` kube-apiserver's storage watch
+sends for an object it cannot decode, and the next reader tries again.
+
 Objects handed out are shared between watchers: treat them as read-only.
 """
 
@@ -48,7 +55,7 @@ import bisect
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,9 +65,9 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.listing import wait_for_revision
 from kubelite.api.selectors import for_kind
-from kubelite.api.stored import decode, from_storage, storage_prefix
+from kubelite.api.stored import Codec, decode, from_storage, storage_prefix
 from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
-from kubelite.storage.interface import Event, Watch
+from kubelite.storage.interface import Event, KeyValue, Watch
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +161,8 @@ class _Entry:
     """One store event, translated once. ``event`` is what an unfiltered watcher gets."""
 
     __slots__ = ("_prev", "_prev_value", "at", "event", "info", "key", "revision")
+    #: whether :meth:`load` must run before the event is read
+    converted = False
 
     def __init__(self, event: Event, at: float, info: ResourceInfo) -> None:
         self.info = info
@@ -179,6 +188,9 @@ class _Entry:
             self._prev = rv.stamp(from_storage(self._prev_value, self.info), self.revision)
         return self._prev
 
+    async def load(self, codec: Codec, with_prev: bool) -> None:
+        """Read the event (and, ``with_prev``, the object it replaced) through ``codec``."""
+
     def for_watcher(self, matches: Matcher | None) -> WatchEvent | None:
         """This event as a watcher with selector ``matches`` sees it (None: not at all)."""
         event = self.event
@@ -199,7 +211,51 @@ class _Entry:
         return None
 
 
+class _ConvertedEntry(_Entry):
+    """An event of a kind converted outside the process, read when a watcher first reaches it;
+    a failed conversion is not kept, so the next reader tries again."""
+
+    __slots__ = ("_loaded", "_lock", "_raw")
+    converted = True
+
+    def __init__(self, event: Event, at: float, info: ResourceInfo) -> None:
+        # not _Entry's: that one reads the event at once
+        self.info = info
+        self.key = event.kv.key
+        self.revision = event.revision
+        self.at = at
+        self._raw = event
+        self._prev = None
+        replaced = event.prev_kv if event.type is not EventType.DELETE else None
+        self._prev_value = None if replaced is None else replaced.value
+        self._loaded = False
+        self._lock = asyncio.Lock()
+
+    async def load(self, codec: Codec, with_prev: bool) -> None:
+        async with self._lock:
+            if not self._loaded:
+                event, revision = self._raw, self.revision
+                if event.type is EventType.DELETE:
+                    assert event.prev_kv is not None
+                    self._prev = await codec.read(event.prev_kv.value, revision)
+                    self.event = WatchEvent("DELETED", self._prev, revision)
+                else:
+                    kind = "ADDED" if event.prev_kv is None else "MODIFIED"
+                    obj = await codec.read(event.kv.value, revision)
+                    self.event = WatchEvent(kind, obj, revision)
+                self._loaded = True
+            if with_prev and self._prev is None and self._prev_value is not None:
+                self._prev = await codec.read(self._prev_value, self.revision)
+
+    def prev(self) -> Obj:
+        assert self._prev is not None, "loaded with its prior object"
+        return self._prev
+
+
 class WatchCache:
+    """One kind's event window (see the module docstring); ``codec`` reads its stored objects
+    (default: :func:`~kubelite.api.stored.decode`)."""
+
     def __init__(
         self,
         store: Store,
@@ -210,9 +266,11 @@ class WatchCache:
         min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         max_lag: int = DEFAULT_MAX_LAG,
+        codec: Codec | None = None,
     ) -> None:
         self.store = store
         self.info = info
+        self.codec = codec if codec is not None else Codec(info)
         self.prefix = storage_prefix(info, None)
         self.capacity = capacity
         self.max_capacity = max(max_capacity, capacity)
@@ -340,7 +398,7 @@ class WatchCache:
 
     def _append(self, event: Event) -> None:
         now = time.monotonic()
-        self._entries.append(_Entry(event, now, self.info))
+        self._entries.append(self._entry(event, now))
         self.revision = event.revision
         if len(self._entries) > self.capacity + max(self.capacity // 8, 1):
             self._trim(now)
@@ -357,6 +415,26 @@ class WatchCache:
             self.floor = entries[cut - 1].revision
             del entries[:cut]
             self._base += cut
+
+    def _entry(self, event: Event, at: float) -> _Entry:
+        if self.codec.converts:
+            return _ConvertedEntry(event, at, self.info)
+        return _Entry(event, at, self.info)
+
+    async def _load(self, entry: _Entry, matches: Matcher | None) -> None:
+        """A converted entry read through the codec; a failed conversion is the watch's 500."""
+        try:
+            await entry.load(self.codec, matches is not None)
+        except APIError as exc:
+            raise errors.internal_error(exc.message) from None
+
+    async def _initial(self, kvs: Sequence[KeyValue]) -> list[Obj]:
+        if not self.codec.converts:
+            return [decode(kv, self.info) for kv in kvs]
+        try:
+            return await self.codec.decode_all(kvs)
+        except APIError as exc:
+            raise errors.internal_error(exc.message) from None
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -419,8 +497,8 @@ class WatchCache:
                     await wait_for_revision(self.store, requested)
                 listing = await self.store.list(prefix)
                 position = listing.revision
-                for kv in listing.items:
-                    obj = decode(kv, self.info)
+                objs = await self._initial(listing.items)
+                for kv, obj in zip(listing.items, objs, strict=True):
                     if matches is None or matches(obj):
                         yield WatchEvent("ADDED", obj, kv.mod_revision)
                 if allow_bookmarks:
@@ -477,6 +555,8 @@ class WatchCache:
                 last = entry.revision
                 if not whole_kind and not entry.key.startswith(prefix):
                     continue
+                if entry.converted:
+                    await self._load(entry, matches)
                 out = entry.for_watcher(matches)
                 if out is not None:
                     yield out
@@ -500,7 +580,10 @@ class WatchCache:
         self._direct.add(watch)
         try:
             async for event in watch:
-                out = _Entry(event, 0.0, self.info).for_watcher(matches)
+                entry = self._entry(event, 0.0)
+                if entry.converted:
+                    await self._load(entry, matches)
+                out = entry.for_watcher(matches)
                 if out is not None:
                     yield out
         except Compacted as exc:
@@ -523,13 +606,17 @@ class WatchCacheSet:
         self._closing: set[asyncio.Task[None]] = set()
         self.closed = False
 
-    def get(self, info: ResourceInfo) -> WatchCache:
+    def get(self, info: ResourceInfo, codec: Codec | None = None) -> WatchCache:
+        """The cache of ``info``'s version. ``codec``: how a kind converted outside the process
+        reads its objects; the latest given is used from then on (a CRD's changed webhook)."""
         key = _cache_key(info)
         cache = self._caches.get(key)
         if cache is None or (cache.closed and not self.closed):
-            cache = self._caches[key] = WatchCache(self.store, info, **self.options)
+            cache = self._caches[key] = WatchCache(self.store, info, codec=codec, **self.options)
             if self.closed:
                 cache.closed = True
+        elif codec is not cache.codec and (codec is not None or cache.codec.converts):
+            cache.info, cache.codec = info, codec if codec is not None else Codec(info)
         return cache
 
     def __len__(self) -> int:
