@@ -206,6 +206,11 @@ class ResourceInfo:
     #: selector" text; labels without a text: ``field label not supported: <label>``.
     field_labels: tuple[FieldLabel, ...] = ()
     field_label_error: str = ""
+    #: A custom resource converted between its versions by a webhook (its CRD's conversion
+    #: strategy ``Webhook``): the CRD's name, ``spec.conversion.webhook`` and the storage
+    #: version's schema, as JSON text (:mod:`kubelite.api.kinds.crd_conversion`). Empty: the
+    #: versions differ only in apiVersion (strategy ``None``) or the kind is built in.
+    conversion: str = ""
 
     def __post_init__(self) -> None:
         if not self.field_label_error:
@@ -310,6 +315,7 @@ class ResourceInfo:
                 [f.name, [list(path) for path in f.paths], f.zero] for f in self.field_labels
             ],
             "field_label_error": self.field_label_error,
+            "conversion": self.conversion,
         }
 
     @classmethod
@@ -342,6 +348,7 @@ class ResourceInfo:
                 for name, paths, zero in data["field_labels"]
             ),
             field_label_error=data["field_label_error"],
+            conversion=data.get("conversion", ""),
         )
 
 

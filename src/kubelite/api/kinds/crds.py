@@ -16,7 +16,9 @@ A CRD is stored like any other object. What apiextensions-apiserver adds, kubeli
 - :func:`infos`: the declaration of each served version as a ResourceInfo, so custom objects go
   through the same registry, routes, discovery, OpenAPI and Table code as built-in kinds.
 
-Conversion ``Webhook`` is refused: kubelite calls no webhooks; ``None`` rewrites apiVersion.
+Conversion: ``None`` rewrites apiVersion; ``Webhook`` (its rules in
+:mod:`kubelite.api.kinds.crd_conversion`) puts the webhook in every served version's
+ResourceInfo, and the kind table gives the kind's storages the converter that calls it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import orjson
 from kubelite.api import errors
 from kubelite.api.catalogue import STANDARD_VERBS, Catalogue, Column, ResourceInfo
 from kubelite.api.errors import Cause
+from kubelite.api.kinds import crd_conversion
 from kubelite.api.kinds import crd_rules as rules_check
 from kubelite.api.names import DNS1035_MESSAGE, SUBDOMAIN_MESSAGE, is_dns1035, is_subdomain
 
@@ -55,15 +58,21 @@ def apply_defaults(crd: Obj) -> Obj:
     if isinstance(names, dict) and isinstance(names.get("kind"), str) and names["kind"]:
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
-    conversion = spec.setdefault("conversion", {})
-    if isinstance(conversion, dict):
-        conversion.setdefault("strategy", "None")
+    crd_conversion.apply_defaults(spec)
     return crd
 
 
 def validate(crd: Obj, old: Obj | None = None) -> None:
     """Raise kube-apiserver's 422 for an invalid CRD (or an invalid change of ``old``)."""
     causes = _causes(crd)
+    spec = crd.get("spec")
+    if isinstance(spec, dict):
+        old_spec = old.get("spec") if old is not None else None
+        causes += crd_conversion.causes(
+            spec,
+            old_spec if isinstance(old_spec, dict) else None,
+            old_established=old is not None and is_established(old),
+        )
     if old is not None:
         causes += _immutable(old, crd)
     if causes:
@@ -127,9 +136,6 @@ def _causes(crd: Obj) -> list[Cause]:
         else:
             causes.append(_unsupported("spec.scope", scope, SCOPES))
     causes += _names_causes(names)
-    strategy = (spec.get("conversion") or {}).get("strategy", "None")
-    if strategy != "None":
-        causes.append(_unsupported("spec.conversion.strategy", strategy, ("None",)))
     causes += _versions_causes(spec.get("versions"))
     return causes
 
@@ -454,6 +460,13 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
     names = spec["names"]
     group = spec["group"]
     storage = storage_version(crd)
+    schemas = {
+        str(v["name"]): orjson.dumps(
+            (v.get("schema") or {}).get("openAPIV3Schema") or {}, option=orjson.OPT_SORT_KEYS
+        ).decode()
+        for v in spec["versions"]
+    }
+    conversion = crd_conversion.conversion_text(crd, storage, schemas[storage])
     out = []
     for version in spec["versions"]:
         if served_only and not version.get("served"):
@@ -470,7 +483,6 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
             if "scale" in served_subs
             else ()
         )
-        schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
         # apiextensions' crConverter.ConvertFieldLabel: metadata.name, metadata.namespace when
         # namespaced, and this version's selectableFields, each the jsonPath without its dot
         selectable = [
@@ -498,9 +510,10 @@ def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
                 table_columns=_columns(version.get("additionalPrinterColumns")),
                 builtin=False,
                 storage_version="" if version["name"] == storage else f"{group}/{storage}",
-                schema=orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(),
+                schema=schemas[str(version["name"])],
                 scale_paths=scale_paths,
                 field_labels=field_labels,
+                conversion=conversion,
             )
         )
     return out
