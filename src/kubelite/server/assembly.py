@@ -119,6 +119,7 @@ async def assemble(
     kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
     registry = Registry(store, kinds, caches=caches)
     webhooks = WebhookClient(service_resolver(registry, catalogue))
+    kinds.webhook_client = webhooks  # CRD conversion webhooks
     priority = PriorityAdmission(registry, priority_class_info(catalogue))
     registry.admission.mutating.extend(
         [NamespaceLifecycleAdmission(registry, namespace_info(catalogue)), priority]

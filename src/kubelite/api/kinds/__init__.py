@@ -36,9 +36,11 @@ from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
 from kubelite.api.kinds.custom import CustomResourceStrategy
 from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
 from kubelite.api.kinds.rules import BuiltinStrategy
+from kubelite.api.kinds.webhookconversion import WebhookConverter
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
+from kubelite.api.webhookclient import WebhookClient
 from kubelite.storage import Store
 
 StorageFactory = Callable[[ResourceInfo, Backing], Storages]
@@ -57,9 +59,14 @@ for _module in validation.MODULES:
     rules.register(validators=_module.VALIDATORS)
 
 
-def standard_storages(info: ResourceInfo, strategy: Strategy, backing: Backing) -> Storages:
+def standard_storages(
+    info: ResourceInfo,
+    strategy: Strategy,
+    backing: Backing,
+    converter: WebhookConverter | None = None,
+) -> Storages:
     """The generic store and the generic subresources ``info`` declares."""
-    store = GenericStore(info, strategy, backing)
+    store = GenericStore(info, strategy, backing, converter=converter)
     return {"": store, **generic_subresources(store)}
 
 
@@ -67,7 +74,9 @@ class BuiltinKinds:
     """The kind table of a server (:class:`kubelite.api.registry.Kinds`).
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
-    Four hooks are set once the objects they belong to exist, as they need the registry built
+    :attr:`webhook_client` calls CRD conversion webhooks (None: a kind converted by a webhook
+    answers every read and write at another version with the call's failure). Four hooks are
+    set once the objects they belong to exist, as they need the registry built
     with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
     (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
     None, without authentication or under AlwaysAllow: reviews allow everything and no write is
@@ -87,6 +96,7 @@ class BuiltinKinds:
         self.custom = CustomResourceStrategy()
         self.crds = CRDStorages(catalogue)
         self.check_token: TokenCheck | None = None
+        self.webhook_client: WebhookClient | None = None
         self.authorizer: Authorizer | None = None
         #: returns once the server's authorizer holds an RBAC write (None: answer at once)
         self.rbac_settled: rbacstorage.Settled | None = None
@@ -114,7 +124,8 @@ class BuiltinKinds:
 
     def storages(self, info: ResourceInfo, backing: Backing) -> Storages:
         if not info.builtin:
-            return standard_storages(info, self.custom, backing)
+            converter = WebhookConverter(info, self._webhook_client) if info.conversion else None
+            return standard_storages(info, self.custom, backing, converter)
         key = (info.group, info.plural)
         special = self._special.get(key)
         if special is not None:
@@ -146,6 +157,9 @@ class BuiltinKinds:
     ) -> None:
         if self.rbac_settled is not None:
             await self.rbac_settled(plural, namespace, name, revision)
+
+    def _webhook_client(self) -> WebhookClient | None:
+        return self.webhook_client
 
     def _authorizer(self) -> Authorizer | None:
         return self.authorizer
