@@ -10,6 +10,7 @@ import copy
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -366,6 +367,9 @@ def test_watches_at_another_version_get_converted_events(
 ) -> None:
     ok(widgets, "POST", V1, widget("before", size=1))
     reader, events = widgets.watch_lines(V2 + "?watch=true", 3)
+    deadline = time.monotonic() + 3
+    while not events and time.monotonic() < deadline:  # the watch is up: its initial event
+        time.sleep(0.02)
     created = ok(widgets, "POST", V1, widget("w", size=2))
     ok(
         widgets,
@@ -428,7 +432,8 @@ def test_kubectl_gets_either_version(widgets: Server) -> None:
 def test_a_webhook_that_cannot_be_called_fails_reads_and_writes_at_other_versions(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    ok(widgets, "POST", V1, widget("a", size=1))
+    created = ok(widgets, "POST", V1, widget("a", size=1))
+    rv = created["metadata"]["resourceVersion"]
     hook.stop()
     code, body = widgets.request("GET", V2 + "/a")
     assert code == 500, body
@@ -457,6 +462,13 @@ def test_a_webhook_that_cannot_be_called_fails_reads_and_writes_at_other_version
     status = events[-1]["object"]
     assert (status["code"], status["reason"]) == (500, "InternalError")
     assert status["message"].startswith("Internal error occurred: " + prefix)
+    # so does a watch from a resourceVersion when it reaches an event it cannot convert
+    reader, events = widgets.watch_lines(f"{V2}?watch=true&resourceVersion={rv}", 3)
+    ok(widgets, "POST", V1, widget("c", size=3))
+    reader.join()
+    assert [e["type"] for e in events] == ["ERROR"]
+    assert events[0]["object"]["code"] == 500
+    assert events[0]["object"]["message"].startswith("Internal error occurred: " + prefix)
 
 
 @pytest.mark.parametrize(
