@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api.cel.composition import VARIABLES, rewrite_variables, variable_references
 from kubelite.api.cel.environment import _MACROS, _TYPE_NAMES, known_functions
 from kubelite.api.cel.macros import _MacroRewrite
 from kubelite.api.cel.syntax import _rewrite_optionals, _Token, _tokens
@@ -115,6 +116,8 @@ _RESULT_KINDS = {
     "all": "bool", "exists": "bool", "exists_one": "bool", "existsOne": "bool",
     "map": "list", "filter": "list", "duration": "google.protobuf.Duration",
     "timestamp": "google.protobuf.Timestamp", "string": "string",
+    # the authorizer library's decisions
+    "allowed": "bool", "errored": "bool", "reason": "string", "error": "string",
 }  # fmt: skip
 _COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "&&", "||"})
 
@@ -183,7 +186,9 @@ class Compiled:
 
 
 @functools.lru_cache(maxsize=4096)
-def _compile(source: str, variables: frozenset[str]) -> Compiled:
+def _compile(
+    source: str, variables: frozenset[str], composited: frozenset[str] | None = None
+) -> Compiled:
     import cel  # on first use: the package also imports its CLI (~250 ms)
 
     if len(source) > MAX_EXPRESSION_LENGTH:
@@ -197,12 +202,22 @@ def _compile(source: str, variables: frozenset[str]) -> Compiled:
         raise CompileError(_parse_error(source, exc)) from None
     rewrite = _MacroRewrite(source)
     expanded = rewrite.run()
+    if composited is not None:
+        variables |= {VARIABLES}
     issues = rewrite.issues or [
         (rewrite.source_position(pos), message) for pos, message in _check(expanded, variables)
     ]
+    if composited is not None and not issues:
+        issues = [
+            (pos, f"undefined field '{name}'")
+            for pos, name in variable_references(source)
+            if name not in composited
+        ]
     if issues:
         issues.sort()
         raise CompileError("\n".join(_issue(source, pos, message) for pos, message in issues))
+    if composited is not None:
+        expanded = rewrite_variables(expanded)
     if expanded != source:
         program = cel.compile(_rewrite_optionals(expanded))
     depth = _depth(source)
@@ -210,6 +225,12 @@ def _compile(source: str, variables: frozenset[str]) -> Compiled:
     return Compiled(source, program, used, depth)
 
 
-def compile_expression(source: str, variables: Iterable[str] = ("self",)) -> Compiled:
-    """Compile ``source`` with the given variables declared (raises :class:`CompileError`)."""
-    return _compile(source, frozenset(variables))
+def compile_expression(
+    source: str, variables: Iterable[str] = ("self",), *, composited: Iterable[str] | None = None
+) -> Compiled:
+    """Compile ``source`` with the given variables declared (raises :class:`CompileError`).
+    ``composited``: the names of the composited variables in scope, read lazily as
+    ``variables.<name>`` (:mod:`.composition`; None: no ``variables``)."""
+    return _compile(
+        source, frozenset(variables), None if composited is None else frozenset(composited)
+    )

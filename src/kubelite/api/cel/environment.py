@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from kubelite.api.cel import authz
+from kubelite.api.cel.composition import _VARIABLE, _variable
 from kubelite.api.cel.formats import FORMATS, _format_named, _validate
 from kubelite.api.cel.ip import (
     _cidr,
@@ -244,6 +246,10 @@ def _functions() -> dict[str, Callable[..., Any]]:
         _ENTRIES: _entries,
         _TO_MAP: _to_map,
         _MERGE_MAPS: _merge_maps,
+        # composited variables (admission policies' ``variables.<name>``)
+        _VARIABLE: _variable,
+        # the authorizer library
+        **authz.FUNCTIONS,
     }
     for name in stdlib.EXTENSIONS["math"]:
         funcs[name] = _math(name)
@@ -279,17 +285,25 @@ _activation = _Activation()
 
 
 @functools.cache
-def _context() -> Any:
-    """The one context: every function, and the variables of the evaluation under way (an
-    evaluation runs to its end without yielding, so one per thread is enough)."""
+def _guarded_functions() -> dict[str, Callable[..., Any]]:
     import logging
-
-    import cel
 
     # a library function's error is the rule's runtime error, reported to the client: the
     # package's log line for it would be noise in the server's log
     logging.getLogger("cel").addFilter(lambda record: "_Fail" not in record.getMessage())
-    context = cel.Context(functions={n: _guarded(f) for n, f in _functions().items()})
+    return {n: _guarded(f) for n, f in _functions().items()}
+
+
+@functools.cache
+def _context(nulls: frozenset[str] = frozenset()) -> Any:
+    """The context: every function, and the variables of the evaluation under way (an
+    evaluation runs to its end without yielding, so one per thread is enough). The resolver
+    cannot answer null (the library takes None for "no such variable"), so the variables that
+    are null in an evaluation (an admission policy's ``oldObject`` on create) are the
+    context's own: one context per set of them."""
+    import cel
+
+    context = cel.Context(variables=dict.fromkeys(nulls), functions=_guarded_functions())
     context.set_variable_resolver(lambda name: _activation.values.get(name))
     return context
 

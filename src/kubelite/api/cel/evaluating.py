@@ -74,11 +74,13 @@ def evaluate(
     cost = estimated_cost(compiled, activation)
     if cost > limit:
         raise EvalError("operation cancelled: actual cost limit exceeded", "cost")
-    context = _context()
-    _activation.values = activation  # read by the context's variable resolver
+    context = _context(frozenset(name for name, value in activation.items() if value is None))
+    # read by the context's variable resolver; a function may evaluate another expression
+    # (a composited variable) while this one runs, so the outer values come back after
+    outer, _activation.values = _activation.values, activation
     try:
         return compiled.program.execute(context), cost
     except Exception as exc:  # the library raises builtin exception types
         raise _translate(exc) from None
     finally:
-        _activation.values = {}
+        _activation.values = outer
