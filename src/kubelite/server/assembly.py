@@ -36,6 +36,7 @@ from kubelite.api.kinds.priority import (
     priority_class_info,
 )
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
+from kubelite.api.policy.plugins import AdmissionPolicies
 from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
@@ -71,9 +72,13 @@ class Assembly:
     audit: AuditLog | None = None
     #: what keeps the RBAC authorizer's index current (None under ``AlwaysAllow``)
     rbac: PolicyFollower | None = None
+    #: the admission policy plugins and their follower
+    policies: AdmissionPolicies | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.policies is not None:
+            await self.policies.close()
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
@@ -117,6 +122,9 @@ async def assemble(
         [NamespaceLifecycleAdmission(registry, namespace_info(catalogue)), priority]
     )
     registry.admission.validating.append(priority)
+    policies = AdmissionPolicies(registry, catalogue, lambda: kinds.authorizer)
+    registry.admission.validating.append(policies.validating)
+    kinds.policy_settled = policies.follower.settled
     authenticator = None
     if token is not None:
         authenticator = TokenAuthenticator(token, service_account_lookup(registry, catalogue))
@@ -124,6 +132,7 @@ async def assemble(
     crd_controller = CRDController(registry, catalogue, caches, kinds.terminating_custom_kinds)
     kinds.set_crd_caught_up(crd_controller.caught_up)
     await crd_controller.start()
+    await policies.start()
     await ensure_system_namespaces(registry, catalogue)
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
@@ -178,6 +187,7 @@ async def assemble(
         api_metrics,
         audit,
         rbac,
+        policies,
     )
 
 

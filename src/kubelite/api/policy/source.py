@@ -1,0 +1,246 @@
+"""The admission policies and their bindings in memory, compiled, kept current by watches
+(apiserver ``pkg/admission/plugin/policy/generic/policy_source.go``).
+
+:class:`PolicySet` holds one pair of kinds (ValidatingAdmissionPolicy and its bindings, or the
+mutating pair): each policy compiled once per change, and the hooks the plugin runs, each a
+policy with the bindings that name it (a policy without bindings is no hook; a binding naming
+no policy is ignored), in name order.
+
+:class:`PolicyFollower` keeps the sets current like any informer (list, then watch from the
+list's revision; list again when the watch ends), on every server over the same store, so a
+change takes effect everywhere within the watch's delay. :meth:`PolicyFollower.settled` lets a
+write of a policy or binding answer only once this server's set holds it, so the client's next
+request is admitted by what it just wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.listing import ListOptions
+from kubelite.api.registry import Registry
+from kubelite.api.rest import Context, Watcher, WatchOptions
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+C = TypeVar("C")
+
+GROUP = "admissionregistration.k8s.io"
+VALIDATING_POLICIES = "validatingadmissionpolicies"
+VALIDATING_BINDINGS = "validatingadmissionpolicybindings"
+MUTATING_POLICIES = "mutatingadmissionpolicies"
+MUTATING_BINDINGS = "mutatingadmissionpolicybindings"
+PLURALS = (VALIDATING_POLICIES, VALIDATING_BINDINGS, MUTATING_POLICIES, MUTATING_BINDINGS)
+CAUGHT_UP_TIMEOUT = 10.0
+
+
+class Hook(NamedTuple, Generic[C]):
+    """A policy to run: the object, its compiled form and its bindings (by name)."""
+
+    policy: Obj
+    compiled: C
+    bindings: tuple[Obj, ...]
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+class PolicySet(Generic[C]):
+    """The policies of one kind (compiled with ``compile``) and their bindings."""
+
+    def __init__(self, compile: Callable[[Obj], C]) -> None:
+        self.compile = compile
+        self.policies: dict[str, tuple[Obj, C]] = {}
+        self.bindings: dict[str, Obj] = {}
+        self._hooks: list[Hook[C]] | None = []
+
+    def hooks(self) -> list[Hook[C]]:
+        """The policies that have bindings, each with its bindings, in name order."""
+        if self._hooks is None:
+            named: dict[str, list[Obj]] = {}
+            for name in sorted(self.bindings):
+                binding = self.bindings[name]
+                policy_name = str((binding.get("spec") or {}).get("policyName", ""))
+                named.setdefault(policy_name, []).append(binding)
+            self._hooks = [
+                Hook(self.policies[name][0], self.policies[name][1], tuple(named[name]))
+                for name in sorted(named)
+                if name in self.policies
+            ]
+        return self._hooks
+
+    def holds_policy(self, name: str) -> bool:
+        return name in self.policies
+
+    def put_policy(self, obj: Obj) -> None:
+        name = _name(obj)
+        held = self.policies.get(name)
+        if held is not None and _same(held[0], obj):
+            return
+        self.policies[name] = (obj, self.compile(obj))
+        self._hooks = None
+
+    def remove_policy(self, name: str) -> None:
+        if self.policies.pop(name, None) is not None:
+            self._hooks = None
+
+    def put_binding(self, obj: Obj) -> None:
+        self.bindings[_name(obj)] = obj
+        self._hooks = None
+
+    def remove_binding(self, name: str) -> None:
+        if self.bindings.pop(name, None) is not None:
+            self._hooks = None
+
+    def replace_policies(self, items: list[Obj]) -> None:
+        names = {_name(obj) for obj in items}
+        for name in [n for n in self.policies if n not in names]:
+            self.remove_policy(name)
+        for obj in items:
+            self.put_policy(obj)
+
+    def replace_bindings(self, items: list[Obj]) -> None:
+        self.bindings = {_name(obj): obj for obj in items}
+        self._hooks = None
+
+
+def _same(a: Obj, b: Obj) -> bool:
+    """The same stored version (a policy is compiled again only when it changed)."""
+    version = (a.get("metadata") or {}).get("resourceVersion")
+    return bool(version) and version == (b.get("metadata") or {}).get("resourceVersion")
+
+
+class PolicyFollower:
+    """Keeps a validating and a mutating :class:`PolicySet` current with the stored objects:
+    each of the four kinds listed through ``registry``, then watched from the list's revision
+    (listed again when the watch ends or fails)."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        validating: PolicySet[Any],
+        mutating: PolicySet[Any],
+        *,
+        retry_seconds: float = 0.5,
+    ) -> None:
+        self.registry = registry
+        self.infos: dict[str, ResourceInfo] = {}
+        for plural in PLURALS:
+            info = catalogue.lookup(GROUP, "v1", plural)
+            if info is not None:
+                self.infos[plural] = info
+        self.sets = {
+            VALIDATING_POLICIES: validating,
+            VALIDATING_BINDINGS: validating,
+            MUTATING_POLICIES: mutating,
+            MUTATING_BINDINGS: mutating,
+        }
+        self.retry_seconds = retry_seconds
+        self._revisions = dict.fromkeys(self.infos, 0)
+        self._seen = asyncio.Condition()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """List the kinds (the sets are complete when this returns), then follow them."""
+        revisions = {p: await self._relist(p) for p in self.infos}
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._follow(p, revisions[p]), name=f"kubelite-policy-{p}")
+            for p in self.infos
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def following(self) -> bool:
+        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+
+    async def settled(self, plural: str, name: str, revision: int | None) -> None:
+        """Return once the sets hold every change of ``plural`` up to ``revision``, or (None)
+        no longer hold the object (or after :data:`CAUGHT_UP_TIMEOUT`, when the watch is
+        behind)."""
+        if plural not in self.infos:
+            return
+
+        def done() -> bool:
+            if revision is None:
+                return not self._holds(plural, name)
+            return self._revisions[plural] >= revision
+
+        async with self._seen:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._seen.wait_for(done), CAUGHT_UP_TIMEOUT)
+
+    def _holds(self, plural: str, name: str) -> bool:
+        held = self.sets[plural]
+        return held.holds_policy(name) if plural.endswith("policies") else name in held.bindings
+
+    def _replace(self, plural: str, items: list[Obj]) -> None:
+        held = self.sets[plural]
+        if plural.endswith("policies"):
+            held.replace_policies(items)
+        else:
+            held.replace_bindings(items)
+
+    def _put(self, plural: str, obj: Obj) -> None:
+        held = self.sets[plural]
+        if plural.endswith("policies"):
+            held.put_policy(obj)
+        else:
+            held.put_binding(obj)
+
+    def _remove(self, plural: str, name: str) -> None:
+        held = self.sets[plural]
+        if plural.endswith("policies"):
+            held.remove_policy(name)
+        else:
+            held.remove_binding(name)
+
+    async def _relist(self, plural: str) -> int:
+        listing = await self.registry.list(self.infos[plural], None, ListOptions())
+        self._replace(plural, listing["items"])
+        revision = int(listing["metadata"]["resourceVersion"])
+        await self._advance(plural, revision)
+        return revision
+
+    async def _follow(self, plural: str, revision: int) -> None:
+        watcher = self.registry.storage(self.infos[plural])
+        assert isinstance(watcher, Watcher)
+        while True:
+            try:
+                options = WatchOptions(resource_version=str(revision))
+                events = watcher.watch(Context(), options)
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if event.type == "DELETED":
+                            self._remove(plural, _name(event.object))
+                        elif event.type in ("ADDED", "MODIFIED"):
+                            self._put(plural, event.object)
+                        else:
+                            continue
+                        revision = event.revision
+                        await self._advance(plural, revision)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.debug("admission policies: the watch of %s ended; listing again", plural,
+                          exc_info=True)  # fmt: skip
+            await asyncio.sleep(self.retry_seconds)
+            with contextlib.suppress(Exception):
+                revision = await self._relist(plural)
+
+    async def _advance(self, plural: str, revision: int) -> None:
+        async with self._seen:
+            self._revisions[plural] = max(self._revisions[plural], revision)
+            self._seen.notify_all()
