@@ -152,17 +152,26 @@ async def config_map(vap: Fixture, name: str, namespace: str, **fields: Any) -> 
 
 async def test_params_by_name_and_selector(vap: Fixture) -> None:
     await config_map(vap, "limits", "default", data={"max": "3"})
-    await config_map(vap, "low", "dev", data={"max": "2"}, metadata={"name": "low",
-                     "labels": {"kind": "limit"}})  # fmt: skip
-    await config_map(vap, "high", "dev", data={"max": "4"}, metadata={"name": "high",
-                     "labels": {"kind": "limit"}})  # fmt: skip
+    await config_map(
+        vap, "low", "dev", data={"max": "2"}, metadata={"name": "low", "labels": {"kind": "limit"}}
+    )
+    await config_map(
+        vap,
+        "high",
+        "dev",
+        data={"max": "4"},
+        metadata={"name": "high", "labels": {"kind": "limit"}},
+    )
     by_name = {"name": "limits", "parameterNotFoundAction": "Deny"}
     vap.add(policy("p", LIMIT, paramKind=PARAMS), binding("b", "p", paramRef=by_name))
     assert await admitted(vap, deployment(replicas=3))
     assert not await admitted(vap, deployment(replicas=4))
     # each selected param is one evaluation: the strictest decides
-    by_label = {"selector": {"matchLabels": {"kind": "limit"}}, "namespace": "dev",
-                "parameterNotFoundAction": "Allow"}  # fmt: skip
+    by_label = {
+        "selector": {"matchLabels": {"kind": "limit"}},
+        "namespace": "dev",
+        "parameterNotFoundAction": "Allow",
+    }
     vap.add(binding("b", "p", paramRef=by_label))
     assert await admitted(vap, deployment(replicas=2))
     assert not await admitted(vap, deployment(replicas=3))
@@ -187,8 +196,11 @@ async def test_params_not_found_and_configuration_errors(vap: Fixture) -> None:
         prefix + "no params found for policy binding with `Deny` parameterNotFoundAction"
     )
     node = {"metadata": {"name": "n1"}}
-    vap.add(policy("p", {"expression": "false"}, paramKind=PARAMS,
-                   matchConstraints=match(EVERYTHING_RULE)))  # fmt: skip
+    vap.add(
+        policy(
+            "p", {"expression": "false"}, paramKind=PARAMS, matchConstraints=match(EVERYTHING_RULE)
+        )
+    )
     assert (await message(vap, node, target=("", "v1", "nodes"), namespace=None)).endswith(
         prefix + "cannot use namespaced paramRef in policy binding that matches cluster-scoped "
         "resources"
@@ -203,8 +215,13 @@ async def test_params_not_found_and_configuration_errors(vap: Fixture) -> None:
     assert await admitted(vap)
     cluster = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
     vap.add(policy("p", {"expression": "false"}, paramKind=cluster))
-    vap.add(binding("b", "p", paramRef={"name": "x", "namespace": "default",
-                                         "parameterNotFoundAction": "Allow"}))  # fmt: skip
+    vap.add(
+        binding(
+            "b",
+            "p",
+            paramRef={"name": "x", "namespace": "default", "parameterNotFoundAction": "Allow"},
+        )
+    )
     assert (await message(vap)).endswith(
         prefix + "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
     )
