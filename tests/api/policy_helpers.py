@@ -11,6 +11,7 @@ from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds import new_registry
 from kubelite.api.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
+from kubelite.api.policy.source import NamespaceMirror
 from kubelite.api.registry import Registry
 from kubelite.api.rest import Warnings
 from kubelite.storage import Store
@@ -95,7 +96,7 @@ class Fixture:
             catalogue,
             self.policies,
             lambda: self.authorizer,
-            catalogue.require("", "v1", "namespaces"),
+            NamespaceMirror(self.registry, catalogue.require("", "v1", "namespaces")).get,
         )
         self.registry.admission.validating.append(self.plugin)
 

@@ -41,8 +41,9 @@ _checking = _Checking()
 
 
 @contextlib.contextmanager
-def checking(checker: Checker) -> Iterator[None]:
-    """Install ``checker`` for the checks of the evaluations inside the block."""
+def checking(checker: Checker | None) -> Iterator[None]:
+    """Install ``checker`` for the checks of the evaluations inside the block (None: every
+    check is allowed)."""
     outer, _checking.checker = _checking.checker, checker
     try:
         yield

@@ -67,10 +67,23 @@ def _translate(exc: Exception) -> EvalError:
     return EvalError(text)
 
 
+def _projected(compiled: Compiled, activation: dict[str, Any]) -> dict[str, Any]:
+    """The activation with each variable the expression only selects fields of cut down to
+    those fields (see :func:`kubelite.api.cel.compiling.projections`)."""
+    view = dict(activation)
+    for name, fields in compiled.fields:
+        value = view.get(name)
+        if isinstance(value, dict) and not any(str(k).startswith("@kubelite.") for k in value):
+            view[name] = {key: value[key] for key in fields if key in value}
+    return view
+
+
 def evaluate(
     compiled: Compiled, activation: dict[str, Any], *, limit: int = PER_CALL_LIMIT
 ) -> tuple[Any, int]:
     """Evaluate; returns the result and the cost charged (raises :class:`EvalError`)."""
+    if compiled.fields:
+        activation = _projected(compiled, activation)
     cost = estimated_cost(compiled, activation)
     if cost > limit:
         raise EvalError("operation cancelled: actual cost limit exceeded", "cost")

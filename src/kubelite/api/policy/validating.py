@@ -25,6 +25,7 @@ published as ``<policy>/<key>``, distinct values joined with ``, ``.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import conversion, errors
@@ -142,7 +143,8 @@ class PolicyRun:
 
 
 class PolicyAdmission:
-    """What the validating and mutating plugins share: the policy set, the matcher, params."""
+    """What the validating and mutating plugins share: the policy set, the matcher, params.
+    ``namespaces`` reads a namespace (None: it does not exist)."""
 
     def __init__(
         self,
@@ -150,22 +152,14 @@ class PolicyAdmission:
         catalogue: Catalogue,
         policies: PolicySet[Any],
         authorizer: AuthorizerSource,
-        namespaces: ResourceInfo,
+        namespaces: Callable[[str], Awaitable[Obj | None]],
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
         self.policies = policies
         self.authorizer = authorizer
-        self.namespace_info = namespaces
+        self.read_namespace = namespaces
         self.matcher = Matcher(catalogue)
-
-    async def read_namespace(self, name: str) -> Obj | None:
-        try:
-            return await self.registry.get(self.namespace_info, None, name)
-        except APIError as exc:
-            if exc.code == 404:
-                return None
-            raise
 
     def param_info(self, policy: Obj) -> ResourceInfo | None:
         kind = param_kind_of(policy.get("spec") or {})

@@ -15,7 +15,6 @@ compilePolicy; shared/spec/admission.md §2 steps 2, 3 and 5):
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -162,10 +161,7 @@ class Evaluation:
         self.frame = Frame(policy.variables, activation, RUNTIME_BUDGET)
 
     def run(self, expression: Expression, budget: Budget) -> Any:
-        with ExitStack() as stack:
-            stack.enter_context(composing(self.frame))
-            if self.checks is not None:
-                stack.enter_context(authz.checking(self.checks))
+        with composing(self.frame), authz.checking(self.checks):
             return evaluate(expression, self.activation, budget, self.frame)
 
 
