@@ -123,6 +123,7 @@ async def assemble(
     )
     registry.admission.validating.append(priority)
     policies = AdmissionPolicies(registry, catalogue, lambda: kinds.authorizer)
+    registry.admission.mutating.append(policies.mutating)
     registry.admission.validating.append(policies.validating)
     kinds.policy_settled = policies.follower.settled
     authenticator = None

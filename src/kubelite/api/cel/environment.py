@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kubelite.api.cel import authz
+from kubelite.api.cel import authz, objects
 from kubelite.api.cel.composition import _VARIABLE, _variable
 from kubelite.api.cel.formats import FORMATS, _format_named, _validate
 from kubelite.api.cel.ip import (
@@ -86,6 +86,8 @@ from kubelite.api.cel.values import (
 
 # string() of kube's types (native string() handles CEL's own)
 def _string(value: Any) -> str:
+    if isinstance(value, bool):  # cel-go's string(bool); the Rust library has none
+        return "true" if value else "false"
     for mark in (_IP, _CIDR, _URL, _SEMVER):
         text = _marked(value, mark)
         if text is not None:
@@ -250,6 +252,8 @@ def _functions() -> dict[str, Callable[..., Any]]:
         _VARIABLE: _variable,
         # the authorizer library
         **authz.FUNCTIONS,
+        # mutating admission policies' jsonpatch library
+        **objects.FUNCTIONS,
     }
     for name in stdlib.EXTENSIONS["math"]:
         funcs[name] = _math(name)
