@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubelite.api.cel.authz import _AUTHZ
 from kubelite.api.cel.compiling import Compiled
 from kubelite.api.cel.environment import _activation, _context
-from kubelite.api.cel.values import EvalError
+from kubelite.api.cel.objects import TYPE
+from kubelite.api.cel.values import _CIDR, _FORMAT, _IP, _QUANTITY, _SEMVER, _URL, EvalError
 
 #: kube's limits (k8s.io/apiserver/pkg/apis/cel/config.go)
 PER_CALL_LIMIT = 1_000_000
@@ -67,13 +69,17 @@ def _translate(exc: Exception) -> EvalError:
     return EvalError(text)
 
 
+#: the keys of values kubelite's CEL carries as marked maps (never projected)
+_MARKS = (_QUANTITY, _IP, _CIDR, _URL, _SEMVER, _FORMAT, _AUTHZ, TYPE)
+
+
 def _projected(compiled: Compiled, activation: dict[str, Any]) -> dict[str, Any]:
     """The activation with each variable the expression only selects fields of cut down to
     those fields (see :func:`kubelite.api.cel.compiling.projections`)."""
     view = dict(activation)
     for name, fields in compiled.fields:
         value = view.get(name)
-        if isinstance(value, dict) and not any(str(k).startswith("@kubelite.") for k in value):
+        if isinstance(value, dict) and not any(mark in value for mark in _MARKS):
             view[name] = {key: value[key] for key in fields if key in value}
     return view
 
