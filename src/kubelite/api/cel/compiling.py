@@ -11,6 +11,7 @@ from typing import Any
 from kubelite.api.cel.composition import VARIABLES, rewrite_variables, variable_references
 from kubelite.api.cel.environment import _MACROS, _TYPE_NAMES, known_functions
 from kubelite.api.cel.macros import _MacroRewrite
+from kubelite.api.cel.objects import rewrite_objects_mapped
 from kubelite.api.cel.syntax import _rewrite_optionals, _Token, _tokens
 from kubelite.api.cel.values import CompileError
 
@@ -239,19 +240,26 @@ def projections(source: str, variables: frozenset[str]) -> tuple[tuple[str, froz
 
 @functools.lru_cache(maxsize=4096)
 def _compile(
-    source: str, variables: frozenset[str], composited: frozenset[str] | None = None
+    original: str,
+    variables: frozenset[str],
+    composited: frozenset[str] | None = None,
+    constructions: bool = False,
 ) -> Compiled:
     import cel  # on first use: the package also imports its CLI (~250 ms)
 
-    if len(source) > MAX_EXPRESSION_LENGTH:
+    if len(original) > MAX_EXPRESSION_LENGTH:
         raise CompileError(
             f"expression is longer than kubelite's limit of {MAX_EXPRESSION_LENGTH} characters "
             "(it stands for kube's estimated cost limit)"
         )
     try:  # syntax errors first, at the source's positions
-        program = cel.compile(_rewrite_optionals(source))
+        program = cel.compile(_rewrite_optionals(original))
     except ValueError as exc:
-        raise CompileError(_parse_error(source, exc)) from None
+        raise CompileError(_parse_error(original, exc)) from None
+    source, back = original, None
+    if constructions:
+        source, back = rewrite_objects_mapped(original)
+        program = cel.compile(_rewrite_optionals(source))
     rewrite = _MacroRewrite(source)
     expanded = rewrite.run()
     if composited is not None:
@@ -266,23 +274,29 @@ def _compile(
             if name not in composited
         ]
     if issues:
+        if back is not None:
+            issues = [(back(pos), message) for pos, message in issues]
         issues.sort()
-        raise CompileError("\n".join(_issue(source, pos, message) for pos, message in issues))
+        raise CompileError("\n".join(_issue(original, pos, message) for pos, message in issues))
     if composited is not None:
         expanded = rewrite_variables(expanded)
     if expanded != source:
         program = cel.compile(_rewrite_optionals(expanded))
     depth = _depth(source)
     used = frozenset(v for v in program.variables() if v in variables)
-    return Compiled(source, program, used, depth, projections(expanded, used))
+    return Compiled(original, program, used, depth, projections(expanded, used))
 
 
 def compile_expression(
-    source: str, variables: Iterable[str] = ("self",), *, composited: Iterable[str] | None = None
+    source: str,
+    variables: Iterable[str] = ("self",),
+    *,
+    composited: Iterable[str] | None = None,
+    constructions: bool = False,
 ) -> Compiled:
     """Compile ``source`` with the given variables declared (raises :class:`CompileError`).
     ``composited``: the names of the composited variables in scope, read lazily as
-    ``variables.<name>`` (:mod:`.composition`; None: no ``variables``)."""
-    return _compile(
-        source, frozenset(variables), None if composited is None else frozenset(composited)
-    )
+    ``variables.<name>`` (:mod:`.composition`; None: no ``variables``); ``constructions``:
+    ``Object{...}`` and ``JSONPatch{...}`` are values (:mod:`.objects`)."""
+    names = None if composited is None else frozenset(composited)
+    return _compile(source, frozenset(variables), names, constructions)

@@ -11,6 +11,7 @@ turns each construction into a map literal marked with its type name
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubelite.api.cel.syntax import _tokens
@@ -23,12 +24,23 @@ _ROOTS = (OBJECT, JSON_PATCH)
 
 def rewrite_objects(source: str) -> str:
     """Each ``Object[.field...]{f: v}`` and ``JSONPatch{f: v}`` as a marked map literal."""
+    return rewrite_objects_mapped(source)[0]
+
+
+def rewrite_objects_mapped(source: str) -> tuple[str, Callable[[int], int]]:
+    """:func:`rewrite_objects`, and a function from a position of the rewritten text to the
+    source's (for cel-go's issue texts, which show the source)."""
     tokens = _tokens(source)
     if not any(t.text in _ROOTS for t in tokens):
-        return source
-    pieces: list[str] = []
+        return source, lambda pos: pos
+    pieces: list[tuple[str, int, bool]] = []  # text, source position, copied?
     last = 0
     braces: list[bool] = []  # per open brace: a construction (its field names get quoted)
+
+    def copy(end: int) -> None:
+        if end > last:
+            pieces.append((source[last:end], last, True))
+
     for i, tok in enumerate(tokens):
         if tok.text == "{":
             start = _type_name_start(tokens, i)
@@ -36,9 +48,10 @@ def rewrite_objects(source: str) -> str:
                 braces.append(False)
                 continue
             name = "".join(t.text for t in tokens[start:i])
-            pieces.append(source[last : tokens[start].pos])
+            copy(tokens[start].pos)
             empty = i + 1 < len(tokens) and tokens[i + 1].text == "}"
-            pieces.append(f'{{"{TYPE}": "{name}"' + ("" if empty else ", "))
+            text = f'{{"{TYPE}": "{name}"' + ("" if empty else ", ")
+            pieces.append((text, tokens[start].pos, False))
             last = tok.pos + 1
             braces.append(True)
         elif tok.text == "}" and braces:
@@ -51,11 +64,20 @@ def rewrite_objects(source: str) -> str:
             and tokens[i + 1].text == ":"
             and tokens[i - 1].text in ("{", ",")
         ):
-            pieces.append(source[last : tok.pos])
-            pieces.append(f'"{tok.text}"')
+            copy(tok.pos)
+            pieces.append((f'"{tok.text}"', tok.pos, False))
             last = tok.pos + len(tok.text)
-    pieces.append(source[last:])
-    return "".join(pieces)
+    copy(len(source))
+
+    def back(pos: int) -> int:
+        at = 0
+        for text, origin, copied in pieces:
+            if pos < at + len(text):
+                return origin + (pos - at) if copied else origin
+            at += len(text)
+        return len(source)
+
+    return "".join(text for text, _, _ in pieces), back
 
 
 def _type_name_start(tokens: list[Any], brace: int) -> int | None:

@@ -65,11 +65,16 @@ def compile_one(
     variables: Sequence[str],
     composited: Iterable[str],
     returns: Sequence[str] = (),
+    *,
+    constructions: bool = False,
 ) -> Expression:
     """``source`` compiled with ``variables`` and the composited variables declared;
-    ``returns``: the result types allowed (empty: any)."""
+    ``returns``: the result types allowed (empty: any); ``constructions``: a mutation's
+    ``Object{...}`` and ``JSONPatch{...}`` are values."""
     try:
-        compiled = cel.compile_expression(source, variables, composited=composited)
+        compiled = cel.compile_expression(
+            source, variables, composited=composited, constructions=constructions
+        )
     except cel.CompileError as exc:
         return Expression(source, None, f"compilation failed: {exc}")
     if returns:

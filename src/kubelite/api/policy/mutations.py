@@ -14,6 +14,7 @@ shared/spec/admission.md §4):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ import jsonpatch
 import jsonpointer
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.cel.objects import JSON_PATCH, OBJECT, plain, rewrite_objects, type_errors
+from kubelite.api.cel.objects import JSON_PATCH, OBJECT, plain, type_errors
 from kubelite.api.cel.objects import type_name as constructed
 from kubelite.api.policy.expressions import Expression, compile_one, declared, type_name
 from kubelite.api.policy.validator import CompiledPolicy, compile_common
@@ -64,12 +65,21 @@ def compile_mutating_policy(policy: Obj) -> CompiledMutatingPolicy:
         key = {APPLY_CONFIGURATION: "applyConfiguration", JSON_PATCH_TYPE: "jsonPatch"}
         holder = mutation.get(key.get(patch_type, ""))
         source = str(holder.get("expression") or "") if isinstance(holder, dict) else ""
-        expression = compile_one(rewrite_objects(source), names, compiled.variables)
-        expression = expression._replace(source=source)
-        if expression.compiled is not None:
-            expression = _checked_type(expression, patch_type)
+        expression = checked_mutation(source, patch_type, names, compiled.variables)
         compiled.mutations.append(Mutation(patch_type, expression))
     return compiled
+
+
+def checked_mutation(
+    source: str, patch_type: str, names: Sequence[str], variables: Iterable[str]
+) -> Expression:
+    """A mutation's expression compiled (its constructions rewritten) and its type checked."""
+    if patch_type not in (APPLY_CONFIGURATION, JSON_PATCH_TYPE):
+        return Expression(source, None, f"unsupported patchType {patch_type!r}")
+    expression = compile_one(source, names, variables, constructions=True)
+    if expression.compiled is not None:
+        expression = _checked_type(expression, patch_type)
+    return expression
 
 
 def _checked_type(expression: Expression, patch_type: str) -> Expression:
