@@ -367,3 +367,22 @@ def test_a_change_reaches_another_server_over_the_same_store(
     finally:
         stop_server(second)
         stop_server(first)
+
+
+def test_a_delete_is_validated_with_its_old_object_and_warned(server: Server) -> None:
+    rules = [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["*"]}
+    ]
+    check = {
+        "expression": "object == null && oldObject.data.keep != 'yes'",
+        "message": "kept",
+    }
+    spec = {"matchConstraints": {"resourceRules": rules}, "validations": [check]}
+    made(server, POLICIES, {"metadata": {"name": "p"}, "spec": spec})
+    made(server, BINDINGS, binding("b", "p", "Warn"))
+    made(server, CONFIGMAPS, {"metadata": {"name": "c"}, "data": {"keep": "yes"}})
+    code, headers, _ = raw_request(server, "DELETE", f"{CONFIGMAPS}/c")
+    assert code == 200
+    assert headers["warning"] == (
+        "299 - \"Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': kept\""
+    )
