@@ -87,7 +87,11 @@ class PolicySet(Generic[C]):
         held = self.policies.get(name)
         if held is not None and _same(held[0], obj):
             return
-        self.policies[name] = (obj, self.compile(obj))
+        try:
+            self.policies[name] = (obj, self.compile(obj))
+        except Exception:  # a policy kubelite cannot compile must not stop the others
+            log.exception("admission policy %s could not be compiled; it is not applied", name)
+            self.policies.pop(name, None)
         self._hooks = None
 
     def remove_policy(self, name: str) -> None:
