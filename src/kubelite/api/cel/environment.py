@@ -11,6 +11,7 @@ from typing import Any
 from kubelite.api.cel import authz, objects
 from kubelite.api.cel.composition import _VARIABLE, _variable
 from kubelite.api.cel.formats import FORMATS, _format_named, _validate
+from kubelite.api.cel.formatting import string_format
 from kubelite.api.cel.ip import (
     _cidr,
     _contains_cidr,
@@ -171,6 +172,7 @@ def _functions() -> dict[str, Callable[..., Any]]:
         "join": _join,
         "strings.quote": stdlib.quote,
         "reverse": _reverse,
+        "format": string_format,
         # lists
         "isSorted": _is_sorted,
         "sum": _sum,
