@@ -235,3 +235,14 @@ async def test_reinvocation(map_: Fixture) -> None:
     map_.add("a", copy, reinvocationPolicy="IfNeeded")
     made = await map_.create(deployment("if-needed"))
     assert made["metadata"]["labels"] == {"a": "set", "b": "set"}
+
+
+async def test_a_generated_name_is_no_name_yet(map_: Fixture) -> None:
+    label = apply("Object{metadata: Object.metadata{labels: {'named': string(has(request.name))}}}")
+    map_.add("p", label)
+    obj = deployment()
+    obj["metadata"] = {"generateName": "web-", "namespace": "default"}
+    made = await map_.create(obj)
+    assert made["metadata"]["name"].startswith("web-")
+    assert made["metadata"]["labels"] == {"named": "false"}
+    assert (await map_.create(deployment("named")))["metadata"]["labels"]["named"] == "true"

@@ -22,11 +22,14 @@ from kubelite.api.admission import CREATE, DELETE, Attributes
 from kubelite.api.authn import User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.cel import authz
+from kubelite.api.names import MAX_GENERATED_PREFIX
 from kubelite.api.policy.matching import Matched, request_kind
 from kubelite.api.request import RequestInfo
 
 Obj = dict[str, Any]
 
+#: the length of the random suffix of a generated name (apiserver's names.SimpleNameGenerator)
+GENERATED_SUFFIX = 5
 _NAMESPACE_METADATA = (
     "name", "generateName", "namespace", "uid", "resourceVersion", "generation",
     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
@@ -81,8 +84,9 @@ def admission_request(attrs: Attributes, matched: Matched) -> Obj:
     out["requestResource"] = _gvr(info.group, info.version, info.plural)
     if attrs.subresource:
         out["requestSubResource"] = attrs.subresource
-    if attrs.name:
-        out["name"] = attrs.name
+    name = request_name(attrs)
+    if name:
+        out["name"] = name
     if attrs.namespace:
         out["namespace"] = attrs.namespace
     out["operation"] = attrs.operation
@@ -90,6 +94,19 @@ def admission_request(attrs: Attributes, matched: Matched) -> Obj:
     out["dryRun"] = attrs.dry_run
     out["options"] = operation_options(attrs)
     return out
+
+
+def request_name(attrs: Attributes) -> str:
+    """The request's name: none for a create by ``generateName`` (kube's admission attributes
+    keep the request's empty name; kubelite's carry the prefix, then the generated name)."""
+    meta = (attrs.obj or {}).get("metadata") or {}
+    prefix, name = meta.get("generateName"), str(meta.get("name") or "")
+    if attrs.operation == CREATE and isinstance(prefix, str) and prefix:
+        kept = prefix[:MAX_GENERATED_PREFIX]
+        generated = name.startswith(kept) and len(name) == len(kept) + GENERATED_SUFFIX
+        if not name or generated or attrs.name == prefix:
+            return ""
+    return attrs.name
 
 
 def namespace_object(namespace: Obj | None) -> Obj | None:
@@ -111,7 +128,7 @@ def request_resource(attrs: Attributes) -> dict[str, str]:
         "resource": attrs.info.plural,
         "subresource": attrs.subresource,
         "namespace": attrs.namespace or "",
-        "name": attrs.name,
+        "name": request_name(attrs),
     }
 
 
