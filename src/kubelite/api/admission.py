@@ -7,7 +7,8 @@ after validation, just before the write, for create, update (PUT, PATCH and subr
 delete (kube-apiserver's order, shared/spec/admission.md §1). Both run inside the
 optimistic loop, so they may run more than once for one request, and for dry-run requests too
 (``Attributes.dry_run`` says so). A plugin refuses by raising an
-:class:`~kubelite.api.errors.APIError`.
+:class:`~kubelite.api.errors.APIError`. A mutating plugin that changed the object may ask for
+a second round of the mutating plugins (:class:`Reinvocation`, kube's reinvocation).
 """
 
 from __future__ import annotations
@@ -47,6 +48,22 @@ class Attributes(NamedTuple):
     audit_annotations: dict[str, str] | None = None
     #: the write's field manager (CreateOptions/UpdateOptions ``fieldManager``)
     field_manager: str = ""
+    #: the mutating phase's reinvocation state (set by :meth:`Admission.admit`)
+    reinvocation: Reinvocation | None = None
+
+
+class Reinvocation:
+    """kube's ReinvocationContext: a plugin that changed the object after another plugin
+    that may need to see the change ran sets :attr:`should_reinvoke`; the chain then runs the
+    mutating plugins once more with :attr:`is_reinvoke` set (a plugin with state of its own
+    keeps it in :attr:`values`, by plugin name)."""
+
+    __slots__ = ("is_reinvoke", "should_reinvoke", "values")
+
+    def __init__(self) -> None:
+        self.is_reinvoke = False
+        self.should_reinvoke = False
+        self.values: dict[str, Any] = {}
 
 
 class MutatingPlugin(Protocol):
@@ -73,8 +90,19 @@ class Admission:
         self.validating = list(validating)
 
     async def admit(self, attrs: Attributes) -> None:
+        """The mutating plugins in order; once more if one asks for it (kube's reinvoker:
+        the second round runs every plugin again, those with a reinvocation policy of their
+        own apply it)."""
+        if not self.mutating:
+            return
+        context = Reinvocation()
+        attrs = attrs._replace(reinvocation=context)
         for plugin in self.mutating:
             await plugin.admit(attrs)
+        if context.should_reinvoke:
+            context.is_reinvoke = True
+            for plugin in self.mutating:
+                await plugin.admit(attrs)
 
     async def validate(self, attrs: Attributes) -> None:
         for plugin in self.validating:

@@ -381,7 +381,7 @@ class GenericStore:
             admission = self.backing.admission
             attrs = Attributes(
                 DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
-                opts.dry_run, ctx.request, None, ctx.audit_annotations,
+                opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations,
             )  # fmt: skip
             if admission.mutating:
                 await admission.admit(attrs)

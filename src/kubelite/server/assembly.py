@@ -37,6 +37,7 @@ from kubelite.api.kinds.priority import (
 )
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
 from kubelite.api.kinds.serviceaddress import service_resolver
+from kubelite.api.policy.plugins import AdmissionPolicies
 from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
@@ -75,9 +76,13 @@ class Assembly:
     rbac: PolicyFollower | None = None
     #: the one HTTP client of admission and conversion webhook calls
     webhooks: WebhookClient | None = None
+    #: the admission policy plugins and their follower
+    policies: AdmissionPolicies | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.policies is not None:
+            await self.policies.close()
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
@@ -125,6 +130,10 @@ async def assemble(
         [NamespaceLifecycleAdmission(registry, namespace_info(catalogue)), priority]
     )
     registry.admission.validating.append(priority)
+    policies = AdmissionPolicies(registry, catalogue, lambda: kinds.authorizer)
+    registry.admission.mutating.append(policies.mutating)
+    registry.admission.validating.append(policies.validating)
+    kinds.policy_settled = policies.follower.settled
     authenticator = None
     if token is not None:
         authenticator = TokenAuthenticator(token, service_account_lookup(registry, catalogue))
@@ -132,6 +141,7 @@ async def assemble(
     crd_controller = CRDController(registry, catalogue, caches, kinds.terminating_custom_kinds)
     kinds.set_crd_caught_up(crd_controller.caught_up)
     await crd_controller.start()
+    await policies.start()
     await ensure_system_namespaces(registry, catalogue)
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
@@ -187,6 +197,7 @@ async def assemble(
         audit,
         rbac,
         webhooks,
+        policies,
     )
 
 

@@ -219,11 +219,13 @@ async def patch(request: Request, send: Send, target: Target) -> None:
 
 async def delete(request: Request, send: Send, target: Target) -> None:
     deleter: GracefulDeleter = target.serving(GracefulDeleter)
-    options = await _delete_options(request)
+    options = (await _delete_options(request))._replace(warnings=Warnings())
     answer, gone = await deleter.delete(target.ctx, target.name, options)
     # kube answers 202 only for the deprecated orphanDependents=false on an object kept
     accepted = not gone and options.orphan_dependents is False
-    await send_json(send, 202 if accepted else 200, answer)
+    assert options.warnings is not None
+    headers = tuple(validation.warning_headers(options.warnings.texts))
+    await send_json(send, 202 if accepted else 200, answer, headers)
 
 
 async def delete_collection(request: Request, send: Send, target: Target) -> None:

@@ -18,7 +18,13 @@ evaluates. This module adds what kube-apiserver has:
 - :func:`evaluate` runs a compiled expression, turning the library's errors into cel-go's texts
   (``no such key: x``, ``division by zero``, ``no such overload``, ...) in :class:`EvalError`;
 - a cost guard standing for kube's cost limits (the Rust library exposes no cost): see
-  :func:`estimated_cost`.
+  :func:`estimated_cost`;
+- for admission policies: composited variables read lazily as ``variables.<name>``
+  (:mod:`.composition`), the authorizer library (:mod:`.authz`), ``Object{...}`` and
+  ``JSONPatch{...}`` construction with ``jsonpatch.escapeKey`` (:mod:`.objects`), and
+  ``string.format`` (:mod:`.formatting`). Variables that are null (``oldObject`` on a create)
+  are declared null, and a variable an expression only selects fields of is handed to the
+  program cut down to those fields (:func:`~.compiling.projections`).
 """
 
 from __future__ import annotations

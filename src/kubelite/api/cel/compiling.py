@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api.cel.composition import VARIABLES, rewrite_variables, variable_references
 from kubelite.api.cel.environment import _MACROS, _TYPE_NAMES, known_functions
 from kubelite.api.cel.macros import _MacroRewrite
+from kubelite.api.cel.objects import rewrite_objects_mapped
 from kubelite.api.cel.syntax import _rewrite_optionals, _Token, _tokens
 from kubelite.api.cel.values import CompileError
 
@@ -115,6 +117,8 @@ _RESULT_KINDS = {
     "all": "bool", "exists": "bool", "exists_one": "bool", "existsOne": "bool",
     "map": "list", "filter": "list", "duration": "google.protobuf.Duration",
     "timestamp": "google.protobuf.Timestamp", "string": "string",
+    # the authorizer library's decisions
+    "allowed": "bool", "errored": "bool", "reason": "string", "error": "string",
 }  # fmt: skip
 _COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "&&", "||"})
 
@@ -174,42 +178,125 @@ def result_kind(source: str) -> str | None:
 
 @dataclass(frozen=True)
 class Compiled:
-    """A compiled expression: the program, what it references, its comprehension depth."""
+    """A compiled expression: the program, what it references, its comprehension depth, and
+    for each variable it only ever selects fields of (``object.spec``, ``object.?metadata``),
+    those fields: evaluation hands the program only them (:func:`projections`)."""
 
     source: str
     program: Any
     variables: frozenset[str]
     depth: int
+    fields: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+_BEFORE = frozenset({"(", ",", "&&", "||", "?", ":", "["})
+_AFTER = frozenset({")", ",", "&&", "||", "?", ":", "]"})
+
+
+def _null_check(tokens: list[_Token], i: int) -> bool:
+    """Whether token ``i`` is the whole operand of ``== null`` or ``!= null`` (either side)."""
+
+    def text(j: int) -> str:
+        return tokens[j].text if 0 <= j < len(tokens) else ""
+
+    def bounded(before: int, after: int) -> bool:
+        return (before < 0 or text(before) in _BEFORE) and (
+            after >= len(tokens) or text(after) in _AFTER
+        )
+
+    if text(i + 1) in ("==", "!=") and text(i + 2) == "null":
+        return bounded(i - 1, i + 3)
+    if text(i - 1) in ("==", "!=") and text(i - 2) == "null":
+        return bounded(i - 3, i + 1)
+    return False
+
+
+def projections(source: str, variables: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The variables of ``source`` used only as ``v.field`` or ``v.?field`` (never whole,
+    indexed or as a call's target), each with the fields selected. Handing the program a map of
+    only those fields changes no result (a field selection reads nothing else) and spares the
+    conversion of the rest of a large object into CEL values, the bulk of an evaluation's cost
+    when an admission policy reads ``object.spec`` of an object with managedFields."""
+    tokens = _tokens(source)
+    found: dict[str, set[str] | None] = {}
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or tok.text not in variables:
+            continue
+        if i and tokens[i - 1].text in (".", ".?"):
+            continue  # a field of the same name
+        if _null_check(tokens, i):
+            found.setdefault(tok.text, set())  # ``v == null`` reads no field of v
+            continue
+        after = [t.text for t in tokens[i + 1 : i + 4]]
+        selected = len(after) >= 2 and after[0] in (".", ".?") and tokens[i + 2].kind == "ident"
+        if selected and not (len(after) == 3 and after[2] == "("):
+            fields = found.setdefault(tok.text, set())
+            if fields is not None:
+                fields.add(after[1])
+        else:
+            found[tok.text] = None
+    return tuple((name, frozenset(f)) for name, f in sorted(found.items()) if f is not None)
 
 
 @functools.lru_cache(maxsize=4096)
-def _compile(source: str, variables: frozenset[str]) -> Compiled:
+def _compile(
+    original: str,
+    variables: frozenset[str],
+    composited: frozenset[str] | None = None,
+    constructions: bool = False,
+) -> Compiled:
     import cel  # on first use: the package also imports its CLI (~250 ms)
 
-    if len(source) > MAX_EXPRESSION_LENGTH:
+    if len(original) > MAX_EXPRESSION_LENGTH:
         raise CompileError(
             f"expression is longer than kubelite's limit of {MAX_EXPRESSION_LENGTH} characters "
             "(it stands for kube's estimated cost limit)"
         )
     try:  # syntax errors first, at the source's positions
-        program = cel.compile(_rewrite_optionals(source))
+        program = cel.compile(_rewrite_optionals(original))
     except ValueError as exc:
-        raise CompileError(_parse_error(source, exc)) from None
+        raise CompileError(_parse_error(original, exc)) from None
+    source, back = original, None
+    if constructions:
+        source, back = rewrite_objects_mapped(original)
+        program = cel.compile(_rewrite_optionals(source))
     rewrite = _MacroRewrite(source)
     expanded = rewrite.run()
+    if composited is not None:
+        variables |= {VARIABLES}
     issues = rewrite.issues or [
         (rewrite.source_position(pos), message) for pos, message in _check(expanded, variables)
     ]
+    if composited is not None and not issues:
+        issues = [
+            (pos, f"undefined field '{name}'")
+            for pos, name in variable_references(source)
+            if name not in composited
+        ]
     if issues:
+        if back is not None:
+            issues = [(back(pos), message) for pos, message in issues]
         issues.sort()
-        raise CompileError("\n".join(_issue(source, pos, message) for pos, message in issues))
+        raise CompileError("\n".join(_issue(original, pos, message) for pos, message in issues))
+    if composited is not None:
+        expanded = rewrite_variables(expanded)
     if expanded != source:
         program = cel.compile(_rewrite_optionals(expanded))
     depth = _depth(source)
     used = frozenset(v for v in program.variables() if v in variables)
-    return Compiled(source, program, used, depth)
+    return Compiled(original, program, used, depth, projections(expanded, used))
 
 
-def compile_expression(source: str, variables: Iterable[str] = ("self",)) -> Compiled:
-    """Compile ``source`` with the given variables declared (raises :class:`CompileError`)."""
-    return _compile(source, frozenset(variables))
+def compile_expression(
+    source: str,
+    variables: Iterable[str] = ("self",),
+    *,
+    composited: Iterable[str] | None = None,
+    constructions: bool = False,
+) -> Compiled:
+    """Compile ``source`` with the given variables declared (raises :class:`CompileError`).
+    ``composited``: the names of the composited variables in scope, read lazily as
+    ``variables.<name>`` (:mod:`.composition`; None: no ``variables``); ``constructions``:
+    ``Object{...}`` and ``JSONPatch{...}`` are values (:mod:`.objects`)."""
+    names = None if composited is None else frozenset(composited)
+    return _compile(source, frozenset(variables), names, constructions)

@@ -8,7 +8,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from kubelite.api.cel import authz, objects
+from kubelite.api.cel.composition import _VARIABLE, _variable
 from kubelite.api.cel.formats import FORMATS, _format_named, _validate
+from kubelite.api.cel.formatting import string_format
 from kubelite.api.cel.ip import (
     _cidr,
     _contains_cidr,
@@ -84,6 +87,8 @@ from kubelite.api.cel.values import (
 
 # string() of kube's types (native string() handles CEL's own)
 def _string(value: Any) -> str:
+    if isinstance(value, bool):  # cel-go's string(bool); the Rust library has none
+        return "true" if value else "false"
     for mark in (_IP, _CIDR, _URL, _SEMVER):
         text = _marked(value, mark)
         if text is not None:
@@ -167,6 +172,7 @@ def _functions() -> dict[str, Callable[..., Any]]:
         "join": _join,
         "strings.quote": stdlib.quote,
         "reverse": _reverse,
+        "format": string_format,
         # lists
         "isSorted": _is_sorted,
         "sum": _sum,
@@ -244,6 +250,12 @@ def _functions() -> dict[str, Callable[..., Any]]:
         _ENTRIES: _entries,
         _TO_MAP: _to_map,
         _MERGE_MAPS: _merge_maps,
+        # composited variables (admission policies' ``variables.<name>``)
+        _VARIABLE: _variable,
+        # the authorizer library
+        **authz.FUNCTIONS,
+        # mutating admission policies' jsonpatch library
+        **objects.FUNCTIONS,
     }
     for name in stdlib.EXTENSIONS["math"]:
         funcs[name] = _math(name)
@@ -279,17 +291,25 @@ _activation = _Activation()
 
 
 @functools.cache
-def _context() -> Any:
-    """The one context: every function, and the variables of the evaluation under way (an
-    evaluation runs to its end without yielding, so one per thread is enough)."""
+def _guarded_functions() -> dict[str, Callable[..., Any]]:
     import logging
-
-    import cel
 
     # a library function's error is the rule's runtime error, reported to the client: the
     # package's log line for it would be noise in the server's log
     logging.getLogger("cel").addFilter(lambda record: "_Fail" not in record.getMessage())
-    context = cel.Context(functions={n: _guarded(f) for n, f in _functions().items()})
+    return {n: _guarded(f) for n, f in _functions().items()}
+
+
+@functools.cache
+def _context(nulls: frozenset[str] = frozenset()) -> Any:
+    """The context: every function, and the variables of the evaluation under way (an
+    evaluation runs to its end without yielding, so one per thread is enough). The resolver
+    cannot answer null (the library takes None for "no such variable"), so the variables that
+    are null in an evaluation (an admission policy's ``oldObject`` on create) are the
+    context's own: one context per set of them."""
+    import cel
+
+    context = cel.Context(variables=dict.fromkeys(nulls), functions=_guarded_functions())
     context.set_variable_resolver(lambda name: _activation.values.get(name))
     return context
 

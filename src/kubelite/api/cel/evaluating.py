@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubelite.api.cel.authz import _AUTHZ
 from kubelite.api.cel.compiling import Compiled
 from kubelite.api.cel.environment import _activation, _context
-from kubelite.api.cel.values import EvalError
+from kubelite.api.cel.objects import TYPE
+from kubelite.api.cel.values import _CIDR, _FORMAT, _IP, _QUANTITY, _SEMVER, _URL, EvalError
 
 #: kube's limits (k8s.io/apiserver/pkg/apis/cel/config.go)
 PER_CALL_LIMIT = 1_000_000
@@ -67,18 +69,37 @@ def _translate(exc: Exception) -> EvalError:
     return EvalError(text)
 
 
+#: the keys of values kubelite's CEL carries as marked maps (never projected)
+_MARKS = (_QUANTITY, _IP, _CIDR, _URL, _SEMVER, _FORMAT, _AUTHZ, TYPE)
+
+
+def _projected(compiled: Compiled, activation: dict[str, Any]) -> dict[str, Any]:
+    """The activation with each variable the expression only selects fields of cut down to
+    those fields (see :func:`kubelite.api.cel.compiling.projections`)."""
+    view = dict(activation)
+    for name, fields in compiled.fields:
+        value = view.get(name)
+        if isinstance(value, dict) and not any(mark in value for mark in _MARKS):
+            view[name] = {key: value[key] for key in fields if key in value}
+    return view
+
+
 def evaluate(
     compiled: Compiled, activation: dict[str, Any], *, limit: int = PER_CALL_LIMIT
 ) -> tuple[Any, int]:
     """Evaluate; returns the result and the cost charged (raises :class:`EvalError`)."""
+    if compiled.fields:
+        activation = _projected(compiled, activation)
     cost = estimated_cost(compiled, activation)
     if cost > limit:
         raise EvalError("operation cancelled: actual cost limit exceeded", "cost")
-    context = _context()
-    _activation.values = activation  # read by the context's variable resolver
+    context = _context(frozenset(name for name, value in activation.items() if value is None))
+    # read by the context's variable resolver; a function may evaluate another expression
+    # (a composited variable) while this one runs, so the outer values come back after
+    outer, _activation.values = _activation.values, activation
     try:
         return compiled.program.execute(context), cost
     except Exception as exc:  # the library raises builtin exception types
         raise _translate(exc) from None
     finally:
-        _activation.values = {}
+        _activation.values = outer

@@ -21,6 +21,7 @@ from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import (
+    admissionpolicies,
     core,
     defaults,
     namespaces,
@@ -75,13 +76,14 @@ class BuiltinKinds:
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
     :attr:`webhook_client` calls CRD conversion webhooks (None: a kind converted by a webhook
-    answers every read and write at another version with the call's failure). Four hooks are
+    answers every read and write at another version with the call's failure). Five hooks are
     set once the objects they belong to exist, as they need the registry built
     with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
     (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
     None, without authentication or under AlwaysAllow: reviews allow everything and no write is
-    checked), :attr:`rbac_settled` (an RBAC write waits for this server's authorizer) and
-    :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
+    checked), :attr:`rbac_settled` (an RBAC write waits for this server's authorizer),
+    :attr:`policy_settled` (an admission policy write waits for this server's policy follower)
+    and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
     """
 
     def __init__(
@@ -100,6 +102,8 @@ class BuiltinKinds:
         self.authorizer: Authorizer | None = None
         #: returns once the server's authorizer holds an RBAC write (None: answer at once)
         self.rbac_settled: rbacstorage.Settled | None = None
+        #: returns once the admission policy follower holds a write of a policy or binding
+        self.policy_settled: admissionpolicies.Settled | None = None
         self._special: dict[tuple[str, str], StorageFactory] = {
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
@@ -113,6 +117,8 @@ class BuiltinKinds:
             self._special[review] = self._review
         for plural in rbacstorage.PLURALS:
             self._special[(rbacstorage.GROUP, plural)] = self._rbac
+        for plural in admissionpolicies.PLURALS:
+            self._special[(admissionpolicies.GROUP, plural)] = self._admission_policies
 
     @property
     def terminating_custom_kinds(self) -> set[tuple[str, str]]:
@@ -160,6 +166,13 @@ class BuiltinKinds:
 
     def _webhook_client(self) -> WebhookClient | None:
         return self.webhook_client
+
+    def _admission_policies(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return admissionpolicies.storages(info, backing, self._policy_settled)
+
+    async def _policy_settled(self, plural: str, name: str, revision: int | None) -> None:
+        if self.policy_settled is not None:
+            await self.policy_settled(plural, name, revision)
 
     def _authorizer(self) -> Authorizer | None:
         return self.authorizer

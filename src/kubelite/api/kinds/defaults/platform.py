@@ -1,7 +1,7 @@
 """Defaults: the other groups (their pkg/apis/<group>/<version>/defaults.go): autoscaling
 (HorizontalPodAutoscaler, v2 and v1), rbac (bindings' roleRef and subjects), storage
 (StorageClass, CSIDriver), scheduling (PriorityClass), admissionregistration (webhook
-configurations, ValidatingAdmissionPolicy), flowcontrol (FlowSchema,
+configurations, Validating and MutatingAdmissionPolicy), flowcontrol (FlowSchema,
 PriorityLevelConfiguration).
 
 PodDisruptionBudget has none: pkg/apis/policy/v1 has no defaults.go."""
@@ -185,6 +185,11 @@ def default_validating_admission_policy_binding(obj: Obj) -> None:
     _default_match_resources(sub(sub(obj, "spec"), "matchResources"))
 
 
+def default_mutating_admission_policy(obj: Obj) -> None:
+    """SetDefaults_MutatingAdmissionPolicySpec and its match constraints."""
+    default_validating_admission_policy(obj)  # the same two rules
+
+
 # -- flowcontrol -----------------------------------------------------------------------------------
 
 
@@ -226,6 +231,8 @@ DEFAULTERS: dict[Kind, Defaulter] = {
     (ADMISSION, "MutatingWebhookConfiguration"): default_mutating_webhooks,
     (ADMISSION, "ValidatingAdmissionPolicy"): default_validating_admission_policy,
     (ADMISSION, "ValidatingAdmissionPolicyBinding"): default_validating_admission_policy_binding,
+    (ADMISSION, "MutatingAdmissionPolicy"): default_mutating_admission_policy,
+    (ADMISSION, "MutatingAdmissionPolicyBinding"): default_validating_admission_policy_binding,
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"): default_flow_schema,
     ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): default_priority_level,
 }

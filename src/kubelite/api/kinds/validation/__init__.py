@@ -4,6 +4,7 @@ exporting ``VALIDATORS`` (see :mod:`kubelite.api.kinds.rules`)."""
 from __future__ import annotations
 
 from kubelite.api.kinds.validation import (
+    admissionpolicies,
     batch,
     configdata,
     networking,
@@ -14,4 +15,14 @@ from kubelite.api.kinds.validation import (
     workloads,
 )
 
-MODULES = (pods, podupdate, configdata, workloads, services, batch, networking, rbac)
+MODULES = (
+    pods,
+    podupdate,
+    configdata,
+    workloads,
+    services,
+    batch,
+    networking,
+    rbac,
+    admissionpolicies,
+)

@@ -1,0 +1,159 @@
+"""MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) on a real ``kubelite serve``,
+through HTTP and kubectl (shared/spec/admission.md §4): both patch types on the object a client
+writes, their order before validation (a ValidatingAdmissionPolicy sees the mutated object),
+the refusal kubectl prints, and a policy change counting from the next request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness import Server
+
+Obj = dict[str, Any]
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+SIDECAR = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: sidecar-policy.example.com
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["deployments"]
+  matchConditions:
+  - name: no-sidecar-yet
+    expression: "!object.spec.template.spec.containers.exists(c, c.name == 'mesh-proxy')"
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: >
+        Object{
+          spec: Object.spec{
+            template: Object.spec.template{
+              spec: Object.spec.template.spec{
+                containers: [
+                  Object.spec.template.spec.containers{
+                    name: "mesh-proxy",
+                    image: "mesh/proxy:v1.0.0"
+                  }
+                ]
+              }
+            }
+          }
+        }
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [
+          JSONPatch{
+            op: "add",
+            path: "/metadata/labels/" + jsonpatch.escapeKey("mesh.example.com/injected"),
+            value: "true"
+          }
+        ]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: sidecar-binding
+spec:
+  policyName: sidecar-policy.example.com
+"""
+VALIDATE_INJECTED = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: injected
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["deployments"]
+  validations:
+  - expression: "object.spec.template.spec.containers.size() == 2"
+    message: "no sidecar"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: injected
+spec:
+  policyName: injected
+  validationActions: [Deny]
+"""
+
+
+def test_both_patch_types_before_validation(server: Server) -> None:
+    server.kubectl("apply", "-f", "-", input=SIDECAR + "---" + VALIDATE_INJECTED)
+    server.kubectl("create", "deployment", "web", "--image=nginx")
+    made = json.loads(server.kubectl("get", "deployment", "web", "-o", "json").stdout)
+    containers = made["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["nginx", "mesh-proxy"]
+    assert containers[1]["image"] == "mesh/proxy:v1.0.0"
+    assert containers[1]["imagePullPolicy"] == "IfNotPresent"  # defaulted after the mutation
+    assert made["metadata"]["labels"]["mesh.example.com/injected"] == "true"
+    # updates are not matched; the policy's kinds are exempt from it
+    server.kubectl("label", "deployment", "web", "more=yes")
+    policy = json.loads(
+        server.kubectl(
+            "get", "mutatingadmissionpolicy", "sidecar-policy.example.com", "-o", "json"
+        ).stdout
+    )
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert policy["spec"]["matchConstraints"]["namespaceSelector"] == {}
+
+
+def test_a_refusal_and_a_change_on_the_next_request(server: Server) -> None:
+    broken = SIDECAR.replace('value: "true"', "value: object.spec.nope")
+    server.kubectl("apply", "-f", "-", input=broken)
+    printed = server.kubectl("create", "deployment", "web", "--image=nginx", check=False)
+    text = (
+        "policy 'sidecar-policy.example.com' with binding 'sidecar-binding' denied request: "
+        'expression \'[\n  JSONPatch{\n    op: "add",\n    path: "/metadata/labels/" + '
+        'jsonpatch.escapeKey("mesh.example.com/injected"),\n    value: object.spec.nope\n  }\n]\n'
+        "' resulted in error: no such key: nope"
+    )
+    assert printed.stderr.strip() == f"error: failed to create deployment: {text}"
+    code, refused = server.request("POST", DEPLOYMENTS, deployment("api"))
+    assert (code, refused["reason"], refused["message"]) == (403, "Invalid", text)
+    assert refused["details"] == {
+        "name": "api",
+        "group": "apps",
+        "kind": "deployments",
+        "causes": [{"message": text}],
+    }
+    # Ignore: the write goes through with the mutations before the failing one
+    server.kubectl("apply", "-f", "-", input=broken.replace("Fail", "Ignore"))
+    code, made = server.request("POST", DEPLOYMENTS, deployment("api"))
+    assert code == 201, made
+    containers = made["spec"]["template"]["spec"]["containers"]  # type: ignore[index]
+    assert [c["name"] for c in containers] == ["c", "mesh-proxy"]
+    assert "mesh.example.com/injected" not in made["metadata"]["labels"]  # type: ignore[index]
+    # the binding's removal counts from the next write
+    path = f"{ADMISSION}/mutatingadmissionpolicybindings/sidecar-binding"
+    assert server.request("DELETE", path)[0] == 200
+    code, made = server.request("POST", DEPLOYMENTS, deployment("plain"))
+    assert code == 201
+    assert len(made["spec"]["template"]["spec"]["containers"]) == 1  # type: ignore[index]
+
+
+def deployment(name: str) -> Obj:
+    return {
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
