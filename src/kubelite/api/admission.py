@@ -8,11 +8,18 @@ delete (kube-apiserver's order, shared/spec/admission.md §1). Both run inside t
 optimistic loop, so they may run more than once for one request, and for dry-run requests too
 (``Attributes.dry_run`` says so). A plugin refuses by raising an
 :class:`~kubelite.api.errors.APIError`.
+
+Reinvocation (kube's ``ReinvocationContext``): :meth:`Admission.admit` gives each write one
+:class:`Reinvocation`; a plugin that wants the mutating phase run again (a webhook with
+``reinvocationPolicy: IfNeeded`` whose output a later plugin changed) sets
+``should_reinvoke``, and the whole mutating chain runs once more with ``is_reinvoke`` set, each
+plugin deciding from what it kept in ``values`` whether to act again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from kubelite.api.authn import User
@@ -23,6 +30,16 @@ from kubelite.api.rest import Warnings
 Obj = dict[str, Any]
 
 CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
+
+
+@dataclass(slots=True)
+class Reinvocation:
+    """One write's mutating phase: whether a plugin asked for a second round, whether this is
+    it, and what plugins keep between the rounds (by plugin name)."""
+
+    should_reinvoke: bool = False
+    is_reinvoke: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 class Attributes(NamedTuple):
@@ -47,6 +64,8 @@ class Attributes(NamedTuple):
     audit_annotations: dict[str, str] | None = None
     #: the write's field manager (CreateOptions/UpdateOptions ``fieldManager``)
     field_manager: str = ""
+    #: the mutating phase's reinvocation state (set by :meth:`Admission.admit`)
+    reinvocation: Reinvocation | None = None
 
 
 class MutatingPlugin(Protocol):
@@ -73,8 +92,17 @@ class Admission:
         self.validating = list(validating)
 
     async def admit(self, attrs: Attributes) -> None:
+        """Every mutating plugin in order; once more if one asked for it (kube's reinvoker)."""
+        state = attrs.reinvocation
+        if state is None:
+            state = Reinvocation()
+            attrs = attrs._replace(reinvocation=state)
         for plugin in self.mutating:
             await plugin.admit(attrs)
+        if state.should_reinvoke and not state.is_reinvoke:
+            state.is_reinvoke = True
+            for plugin in self.mutating:
+                await plugin.admit(attrs)
 
     async def validate(self, attrs: Attributes) -> None:
         for plugin in self.validating:
