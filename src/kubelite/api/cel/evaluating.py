@@ -67,6 +67,21 @@ def _translate(exc: Exception) -> EvalError:
     return EvalError(text)
 
 
+#: names declared on the shared context as null: the variable resolver cannot answer null (the
+#: library reads its None as "undefined"), so a variable that is null falls back to these
+_NULLS: set[str] = set()
+
+
+def _declare_nulls(context: Any, activation: dict[str, Any]) -> None:
+    """Let variables be null (admission's ``oldObject`` on a create, ``object`` on a delete):
+    the resolver answers every value but null; for null the library falls back to the context's
+    own variables, where each such name is declared null once."""
+    for name, value in activation.items():
+        if value is None and name not in _NULLS:
+            context.add_variable(name, None)
+            _NULLS.add(name)
+
+
 def evaluate(
     compiled: Compiled, activation: dict[str, Any], *, limit: int = PER_CALL_LIMIT
 ) -> tuple[Any, int]:
@@ -75,6 +90,7 @@ def evaluate(
     if cost > limit:
         raise EvalError("operation cancelled: actual cost limit exceeded", "cost")
     context = _context()
+    _declare_nulls(context, activation)
     _activation.values = activation  # read by the context's variable resolver
     try:
         return compiled.program.execute(context), cost
