@@ -41,6 +41,7 @@ from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.api.webhookclient import WebhookClient
+from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.healthz import CheckFailed, Health
@@ -75,12 +76,16 @@ class Assembly:
     rbac: PolicyFollower | None = None
     #: the one HTTP client of admission and conversion webhook calls
     webhooks: WebhookClient | None = None
+    #: the admission webhooks in force (followed from the store)
+    webhook_source: WebhookSource | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
+        if self.webhook_source is not None:
+            await self.webhook_source.close()
         if self.webhooks is not None:
             await self.webhooks.close()
         await self.namespace_controller.close()
@@ -141,6 +146,17 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
+    # admission webhooks: after the built-in plugins of each phase (kube's plugin order); a
+    # ValidatingAdmissionPolicy plugin goes into `validating` before ValidatingWebhooks
+    webhook_source = WebhookSource(registry, catalogue)
+    await webhook_source.start()
+    kinds.webhooks_settled = webhook_source.settled
+    registry.admission.mutating.append(
+        MutatingWebhooks(webhook_source, webhooks, registry, catalogue)
+    )
+    registry.admission.validating.append(
+        ValidatingWebhooks(webhook_source, webhooks, registry, catalogue)
+    )
     rbac = None
     authorizer: Authorizer = AlwaysAllow()
     if authorization_mode == RBAC:
@@ -186,6 +202,7 @@ async def assemble(
         audit,
         rbac,
         webhooks,
+        webhook_source,
     )
 
 
