@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from harness import Server, start_server, stop_server
 from test_audit_log import events_of
 from test_metrics_endpoint import raw_request
 from webhookserver import Reply, WebhookServer, allow, review_answer, webhook_server
+
+from etcdcluster import EtcdCluster
 
 Obj = dict[str, Any]
 
@@ -78,7 +81,9 @@ def configmap(name: str, **meta: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
 
 
-def create_cm(server: Server, name: str, namespace: str = "default", **meta: Any) -> tuple[int, Obj]:
+def create_cm(
+    server: Server, name: str, namespace: str = "default", **meta: Any
+) -> tuple[int, Obj]:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     return server.request("POST", path, configmap(name, **meta))
 
@@ -126,9 +131,10 @@ def test_the_admission_review_sent_for_create_update_and_delete(
     request = hooks.calls_to("/check")[1].review["request"]  # type: ignore[index]
     assert request["operation"] == "UPDATE"
     assert request["object"]["data"] == {"k": "v"}
-    assert request["oldObject"]["metadata"]["resourceVersion"] == created["metadata"][
-        "resourceVersion"
-    ]
+    assert (
+        request["oldObject"]["metadata"]["resourceVersion"]
+        == created["metadata"]["resourceVersion"]
+    )
     assert request["options"]["kind"] == "UpdateOptions"
     assert request["uid"] != hooks.calls_to("/check")[0].review["request"]["uid"]  # type: ignore[index]
 
@@ -154,6 +160,34 @@ def test_a_configuration_is_in_force_once_its_write_answers(
     assert code == 200
     code, _ = create_cm(server, "a")
     assert code == 201
+
+
+def test_a_configuration_comes_into_force_on_every_server(
+    tmp_path: Path, etcd: EtcdCluster, hooks: WebhookServer
+) -> None:
+    """Two servers over one etcd: each follows the configurations, so one written through the
+    first is in force on the second, and its removal too. (The delay is a watch event's; the
+    30 s bound only keeps a broken watch from hanging.)"""
+    hooks.handlers["/deny"] = lambda review, _: review_answer(review, False)
+    storage = f"{etcd.url}?prefix=/api/{uuid.uuid4().hex}"
+    first = start_server(tmp_path / "one" / "data", storage)
+    try:
+        second = start_server(tmp_path / "two" / "data", storage)
+        try:
+            validating(first, "deny-all", webhook("deny.example.com", hooks.url_config("/deny")))
+            written = time.monotonic()
+            while create_cm(second, "a")[0] != 400:
+                assert time.monotonic() - written < 30, "never in force on the other server"
+                time.sleep(0.02)
+            assert second.request("DELETE", f"{VALIDATING}/deny-all")[0] == 200
+            deleted = time.monotonic()
+            while create_cm(first, "a")[0] != 201:
+                assert time.monotonic() - deleted < 30, "still in force on the other server"
+                time.sleep(0.02)
+        finally:
+            stop_server(second)
+    finally:
+        stop_server(first)
 
 
 # -- validating webhooks: answers -------------------------------------------------------------
@@ -190,7 +224,8 @@ def _deny_as_annotated(review: Obj, _: dict[str, str]) -> Reply:
              "explanation"},
         ),
         (
-            {"code": 200, "message": "m", "details": {"causes": [{"field": "data", "message": "x"}]}},
+            {"code": 200, "message": "m",
+             "details": {"causes": [{"field": "data", "message": "x"}]}},
             400,
             {"message": 'admission webhook "deny.example.com" denied the request: m',
              "details": {"causes": [{"field": "data", "message": "x"}]}},
@@ -203,9 +238,7 @@ def _deny_as_annotated(review: Obj, _: dict[str, str]) -> Reply:
         ),
     ],
 )  # fmt: skip
-def test_denials(
-    server: Server, hooks: WebhookServer, status: Obj, code: int, body: Obj
-) -> None:
+def test_denials(server: Server, hooks: WebhookServer, status: Obj, code: int, body: Obj) -> None:
     hooks.handlers["/deny"] = _deny_as_annotated
     validating(server, "deny", webhook("deny.example.com", hooks.url_config("/deny")))
     got, answer = create_cm(server, "a", annotations={"status": json.dumps(status)})
@@ -383,8 +416,323 @@ def test_a_slow_webhook_holds_only_its_own_request(server: Server, hooks: Webhoo
         for i in range(5):
             assert create_cm(server, f"other-{i}")[0] == 201
             assert server.request("GET", "/api/v1/namespaces")[0] == 200
-        assert waiting.is_alive() and not results  # still held by its webhook
+        assert waiting.is_alive()  # still held by its webhook
+        assert not results
     finally:
         release.set()
         waiting.join(30)
     assert results[0][0] == 201
+
+
+# -- mutating webhooks ------------------------------------------------------------------------
+
+
+def _add_label(key: str, value: str) -> Any:
+    def handler(review: Obj, _: dict[str, str]) -> Reply:
+        obj = review["request"]["object"]
+        if "labels" in obj["metadata"]:
+            patch = [{"op": "add", "path": f"/metadata/labels/{key}", "value": value}]
+        else:
+            patch = [{"op": "add", "path": "/metadata/labels", "value": {key: value}}]
+        return review_answer(review, patch=patch)
+
+    return handler
+
+
+def _note_labels(review: Obj, _: dict[str, str]) -> Reply:
+    """Sets annotation ``seen`` to the labels the object has."""
+    obj = review["request"]["object"]
+    seen = ",".join(sorted(obj["metadata"].get("labels") or {}))
+    if "annotations" in obj["metadata"]:
+        patch = [{"op": "add", "path": "/metadata/annotations/seen", "value": seen}]
+    else:
+        patch = [{"op": "add", "path": "/metadata/annotations", "value": {"seen": seen}}]
+    return review_answer(review, patch=patch)
+
+
+def test_a_json_patch_changes_the_stored_object(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/label"] = _add_label("team", "blue")
+    mutating(server, "label", webhook("label.example.com", hooks.url_config("/label")))
+    code, created = create_cm(server, "a")
+    assert code == 201, created
+    assert created["metadata"]["labels"] == {"team": "blue"}
+    code, stored = server.request("GET", f"{CMS}/a")
+    assert stored["metadata"]["labels"] == {"team": "blue"}
+
+
+@pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
+def test_reinvocation(server: Server, hooks: WebhookServer, policy: str) -> None:
+    """A (first, by configuration name) notes the labels it sees; B (after it) adds one. With
+    IfNeeded, A is called again and sees B's label; B, whose policy is Never, is not."""
+    hooks.handlers["/a"] = _note_labels
+    hooks.handlers["/b"] = _add_label("b", "yes")
+    mutating(
+        server, "1-notes", webhook("a.example.com", hooks.url_config("/a"),
+                                   reinvocationPolicy=policy)
+    )  # fmt: skip
+    mutating(server, "2-labels", webhook("b.example.com", hooks.url_config("/b")))
+    code, created = create_cm(server, "x")
+    assert code == 201, created
+    assert created["metadata"]["labels"] == {"b": "yes"}
+    again = policy == "IfNeeded"
+    assert created["metadata"]["annotations"] == {"seen": "b" if again else ""}
+    assert len(hooks.calls_to("/a")) == (2 if again else 1)
+    assert len(hooks.calls_to("/b")) == 1
+
+
+def test_a_patch_of_a_delete_is_refused(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/patch"] = lambda review, _: review_answer(
+        review, patch=[{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]
+    )
+    assert create_cm(server, "a")[0] == 201
+    rule = {**CONFIGMAP_RULE, "operations": ["DELETE"]}
+    mutating(server, "m", webhook("patcher.example.com", hooks.url_config("/patch"), rules=[rule]))
+    code, answer = server.request("DELETE", f"{CMS}/a")
+    assert code == 500
+    assert answer["message"] == (
+        'Internal error occurred: admission webhook "patcher.example.com" attempted to modify '
+        "the object, which is not supported for this operation"
+    )
+
+
+def test_equivalent_versions(server: Server, hooks: WebhookServer) -> None:
+    """A webhook for autoscaling/v2 HPAs sees a write of autoscaling/v1 as v2 (matchPolicy
+    Equivalent, the default), and its patch comes back into the v1 object; with Exact it is
+    not called."""
+    hooks.handlers["/hpa"] = _add_label("seen", "v2")
+    rule = {"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+            "resources": ["horizontalpodautoscalers"]}  # fmt: skip
+    mutating(
+        server,
+        "hpa",
+        webhook("exact.example.com", hooks.url_config("/hpa"), rules=[rule], matchPolicy="Exact"),
+        webhook("equivalent.example.com", hooks.url_config("/hpa"), rules=[rule]),
+    )
+    hpa = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "maxReplicas": 3,
+            "targetCPUUtilizationPercentage": 50,
+        },
+    }
+    code, created = server.request(
+        "POST", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", hpa
+    )
+    assert code == 201, created
+    assert created["apiVersion"] == "autoscaling/v1"
+    assert created["metadata"]["labels"] == {"seen": "v2"}
+    assert created["spec"]["targetCPUUtilizationPercentage"] == 50
+    [call] = hooks.calls_to("/hpa")
+    request = call.review["request"]  # type: ignore[index]
+    assert request["kind"] == {"group": "autoscaling", "version": "v2",
+                               "kind": "HorizontalPodAutoscaler"}  # fmt: skip
+    assert request["resource"]["version"] == "v2"
+    assert request["requestKind"]["version"] == "v1"
+    assert request["requestResource"]["version"] == "v1"
+    assert request["object"]["apiVersion"] == "autoscaling/v2"
+    assert request["object"]["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+
+
+def test_the_scale_subresource_is_sent_as_a_scale(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/scale"] = lambda review, _: review_answer(
+        review, patch=[{"op": "replace", "path": "/spec/replicas", "value": 2}]
+    )
+    rule = {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+            "resources": ["deployments/scale"]}  # fmt: skip
+    mutating(server, "scale", webhook("cap.example.com", hooks.url_config("/scale"), rules=[rule]))
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    labels = {"app": "d"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+    assert server.request("POST", deployments, deployment)[0] == 201
+    code, scaled = server.request(
+        "PATCH",
+        f"{deployments}/d/scale",
+        {"spec": {"replicas": 9}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200, scaled
+    assert scaled["spec"]["replicas"] == 2
+    request = hooks.calls_to("/scale")[0].review["request"]  # type: ignore[index]
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert request["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert request["subResource"] == "scale"
+    assert request["object"]["kind"] == "Scale"
+    assert request["object"]["spec"] == {"replicas": 9}
+    assert request["oldObject"]["spec"] == {"replicas": 1}
+    assert server.request("GET", f"{deployments}/d")[1]["spec"]["replicas"] == 2
+
+
+# -- which writes a webhook sees --------------------------------------------------------------
+
+
+def _deny(review: Obj, _: dict[str, str]) -> Reply:
+    return review_answer(review, False, status={"message": "denied"})
+
+
+def test_namespace_selector(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/deny"] = _deny
+    for name, labels in (("in", {"hooked": "yes"}), ("out", {})):
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels},
+        }
+        assert server.request("POST", "/api/v1/namespaces", body)[0] == 201
+    validating(
+        server,
+        "ns",
+        webhook("ns.example.com", hooks.url_config("/deny"),
+                namespaceSelector={"matchLabels": {"hooked": "yes"}}),
+    )  # fmt: skip
+    assert create_cm(server, "a", "in")[0] == 400
+    assert create_cm(server, "a", "out")[0] == 201
+    assert create_cm(server, "a", "default")[0] == 201
+
+
+def test_object_selector(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/deny"] = _deny
+    assert create_cm(server, "labelled", labels={"check": "yes"})[0] == 201
+    validating(
+        server,
+        "objects",
+        webhook("objects.example.com", hooks.url_config("/deny"),
+                objectSelector={"matchLabels": {"check": "yes"}}),
+    )  # fmt: skip
+    assert create_cm(server, "a", labels={"check": "yes"})[0] == 400
+    assert create_cm(server, "b", labels={"check": "no"})[0] == 201
+    # an update taking the label away is still seen: the old object has it
+    current = server.request("GET", f"{CMS}/labelled")[1]
+    current["metadata"]["labels"] = {}
+    assert server.request("PUT", f"{CMS}/labelled", current)[0] == 400
+
+
+def test_match_conditions(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/deny"] = _deny
+    conditions = [
+        {"name": "x-only", "expression": "object.metadata.name.startsWith('x')"},
+        {"name": "creates", "expression": "request.operation == 'CREATE' && oldObject == null"},
+    ]
+    validating(server, "conditions", webhook("conditions.example.com", hooks.url_config("/deny"),
+                                             matchConditions=conditions))  # fmt: skip
+    assert create_cm(server, "xa")[0] == 400
+    assert create_cm(server, "ya")[0] == 201
+    assert len(hooks.calls_to("/deny")) == 1
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_a_match_condition_that_fails(server: Server, hooks: WebhookServer, policy: str) -> None:
+    hooks.handlers["/deny"] = _deny
+    conditions = [{"name": "data", "expression": "object.data.k == 'v'"}]
+    validating(
+        server,
+        "conditions",
+        webhook("conditions.example.com", hooks.url_config("/deny"),
+                matchConditions=conditions, failurePolicy=policy),
+    )  # fmt: skip
+    code, answer = create_cm(server, "a")
+    if policy == "Ignore":
+        assert code == 201
+    else:
+        assert (code, answer["reason"]) == (403, "Forbidden")
+        assert answer["message"] == (
+            "configmaps \"a\" is forbidden: expression 'object.data.k == 'v'' resulted in "
+            "error: no such key: data"
+        )
+        assert answer["details"] == {"name": "a", "kind": "configmaps"}
+    assert not hooks.calls_to("/deny")
+
+
+def test_dry_run(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/check"] = allow
+    validating(
+        server,
+        "dry",
+        webhook("clean.example.com", hooks.url_config("/check"), sideEffects="NoneOnDryRun"),
+    )
+    code, _ = server.request("POST", f"{CMS}?dryRun=All", configmap("a"))
+    assert code == 201
+    request = hooks.calls_to("/check")[0].review["request"]  # type: ignore[index]
+    assert request["dryRun"] is True
+    assert request["options"]["dryRun"] == ["All"]
+    assert server.request("GET", f"{CMS}/a")[0] == 404
+
+
+def test_dry_run_with_side_effects(server: Server, hooks: WebhookServer) -> None:
+    """kube's v1 validation allows only None and NoneOnDryRun; a configuration stored with
+    another value (written through an older version) refuses dry runs."""
+    hooks.handlers["/check"] = allow
+    validating(server, "dry", webhook("effects.example.com", hooks.url_config("/check"),
+                                      sideEffects="Some"))  # fmt: skip
+    code, answer = server.request("POST", f"{CMS}?dryRun=All", configmap("a"))
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == 'admission webhook "effects.example.com" does not support dry run'
+    assert not hooks.calls_to("/check")
+    assert create_cm(server, "a")[0] == 201
+
+
+def test_a_service_client_config(server: Server, hooks: WebhookServer) -> None:
+    """A Service without selector, its Endpoints at the webhook server's address; kubelite
+    verifies the certificate for hooks.webhooks.svc against the caBundle."""
+    hooks.handlers["/svc"] = _deny
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "webhooks"}}
+    assert server.request("POST", "/api/v1/namespaces", namespace)[0] == 201
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "hooks"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": hooks.port}]},
+    }
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "hooks"},
+        "subsets": [
+            {"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": hooks.port}]}
+        ],
+    }
+    base = "/api/v1/namespaces/webhooks"
+    assert server.request("POST", f"{base}/services", service)[0] == 201
+    assert server.request("POST", f"{base}/endpoints", endpoints)[0] == 201
+    config = {"service": {"namespace": "webhooks", "name": "hooks", "path": "/svc"},
+              "caBundle": hooks.ca_bundle}  # fmt: skip
+    validating(server, "svc", webhook("svc.example.com", config))
+    code, answer = create_cm(server, "a")
+    assert code == 400, answer
+    assert answer["message"] == 'admission webhook "svc.example.com" denied the request: denied'
+    [call] = hooks.calls_to("/svc")
+    assert call.server_name == SVC_NAME
+    assert call.query == {"timeout": "10s"}
+
+
+def test_kubectl_shows_the_denial(server: Server, hooks: WebhookServer) -> None:
+    hooks.handlers["/deny"] = lambda review, _: review_answer(
+        review, False, status={"message": "no configmaps today", "code": 403}
+    )
+    validating(server, "deny", webhook("deny.example.com", hooks.url_config("/deny")))
+    result = server.kubectl("create", "configmap", "k", "--from-literal=a=b", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        'error: failed to create configmap: admission webhook "deny.example.com" denied the '
+        "request: no configmaps today"
+    )
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\n"
+    result = server.kubectl("apply", "-f", "-", input=manifest, check=False)
+    assert re.search(
+        r'admission webhook "deny.example.com" denied the request: no configmaps today',
+        result.stderr,
+    ), result.stderr

@@ -202,11 +202,11 @@ class Matcher:
         return None
 
     def target(self, info: ResourceInfo) -> Target:
-        if self.attrs.subresource:
+        if self.attrs.subresource == SCALE:
             kind = request_kind(self.attrs)
-            if self.attrs.subresource == SCALE:
-                return Target(kind["group"], kind["version"], kind["kind"], info.plural)
-        return Target(info.group, info.version, info.kind, info.plural)
+        else:
+            kind = {"group": info.group, "version": info.version, "kind": info.kind}
+        return Target(info.group, info.version, info.plural, kind)
 
     async def invocation(self, hook: Hook, views: Views) -> Invocation | None:
         """The invocation of ``hook`` for this write, None when it is not called; raises the

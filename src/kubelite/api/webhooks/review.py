@@ -48,13 +48,14 @@ class Answer(NamedTuple):
 
 
 class Target(NamedTuple):
-    """What an invocation names: the matched kind and resource (an equivalent version's when
-    ``matchPolicy: Equivalent`` matched another one)."""
+    """What an invocation names: the matched resource (an equivalent version's when
+    ``matchPolicy: Equivalent`` matched another one) and the kind sent (a subresource's own,
+    ``autoscaling/v1`` Scale for ``scale``)."""
 
     group: str
     version: str
-    kind: str
     resource: str
+    kind: Obj
 
 
 def options(attrs: Attributes) -> Obj | None:
@@ -87,7 +88,7 @@ def admission_request(
     info = attrs.info
     request: Obj = {
         "uid": uid,
-        "kind": {"group": target.group, "version": target.version, "kind": target.kind},
+        "kind": target.kind,
         "resource": {"group": target.group, "version": target.version, "resource": target.resource},
     }
     if attrs.subresource:
