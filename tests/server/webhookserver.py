@@ -113,6 +113,25 @@ def _certificate(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
+def make_self_signed(directory: Path, names: list[str]) -> tuple[Path, Path]:
+    """A self-signed serving certificate for ``names`` (no CA: the certificate is its own
+    trust anchor, as kopf's development certificates are): (tls.crt, tls.key)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    cert = _certificate(names[0], key, (name, key), names)
+    paths = directory / "tls.crt", directory / "tls.key"
+    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
 def make_certificates(directory: Path, names: list[str]) -> tuple[Path, Path, Path]:
     """A CA and a serving certificate it issued for ``names``: (ca.crt, tls.crt, tls.key)."""
     directory.mkdir(parents=True, exist_ok=True)
