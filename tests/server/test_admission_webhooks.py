@@ -282,6 +282,9 @@ def test_warnings_and_audit_annotations(tmp_path: Path, hooks: WebhookServer) ->
             annotations["failed-open.validating.webhook.admission.k8s.io/round_0_index_1"]
             == "down.example.com"
         )
+        code, headers, _ = raw_request(server, "DELETE", f"{CMS}/a")
+        assert code == 200
+        assert headers["warning"] == '299 - "mind the gap"'
     finally:
         stop_server(server)
 

@@ -374,7 +374,7 @@ class GenericStore:
             admission = self.backing.admission
             attrs = Attributes(
                 DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
-                opts.dry_run, ctx.request, None, ctx.audit_annotations,
+                opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations,
             )  # fmt: skip
             if admission.mutating:
                 await admission.admit(attrs)
@@ -418,7 +418,7 @@ class GenericStore:
         listing = await collect(self.list(ctx, list_opts))
         for item in listing["items"]:
             meta = item["metadata"]
-            item_ctx = Context(meta.get("namespace"), ctx.user, ctx.request)
+            item_ctx = Context(meta.get("namespace"), ctx.user, ctx.request, ctx.audit_annotations)
             try:
                 await self.delete(item_ctx, meta["name"], opts)
             except APIError as exc:

@@ -81,6 +81,8 @@ class DeleteOptions(NamedTuple):
     precondition_resource_version: str = ""
     propagation_policy: str | None = None
     orphan_dependents: bool | None = None
+    #: where the delete's warnings go (admission webhooks'; None: dropped)
+    warnings: Warnings | None = None
 
 
 class WatchOptions(NamedTuple):

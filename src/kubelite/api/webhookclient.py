@@ -59,7 +59,8 @@ class Target(NamedTuple):
 
 
 class WebhookClient:
-    """One connection pool for every webhook call of a server; :meth:`close` at shutdown."""
+    """One connection pool for every webhook call of a server (``limit`` connections to each
+    webhook); :meth:`close` at shutdown."""
 
     def __init__(self, resolve_service: ServiceResolver, *, limit: int = 100) -> None:
         self.resolve_service = resolve_service
@@ -69,7 +70,8 @@ class WebhookClient:
 
     def _pool(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.limit)
+            # connections limited per webhook, not in all: a slow webhook queues its own calls
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=self.limit)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
