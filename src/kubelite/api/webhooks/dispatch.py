@@ -82,6 +82,9 @@ class ValidatingWebhooks(_Plugin):
                 invocations.append(invocation)
         if not invocations:
             return
+        if len(invocations) == 1:
+            await self._call(attrs, invocations[0], views, 0)
+            return
         for invocation in invocations:  # converted before the calls, as kube does
             views.get(invocation)
         outcomes = await asyncio.gather(
