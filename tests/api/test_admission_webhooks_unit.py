@@ -309,11 +309,13 @@ class FakeClient:
         self.answerer = answerer
         self.delay = delay
         self.calls: list[tuple[str, Obj]] = []
+        self.versions: list[str] = []
         self.running = self.most = 0
 
     async def call(self, config: Obj, body: bytes, seconds: float, query: str = "") -> Response:
         review = json.loads(body)
         self.calls.append((config["url"], review["request"]))
+        self.versions.append(review["apiVersion"])
         self.running += 1
         self.most = max(self.most, self.running)
         try:
@@ -447,3 +449,29 @@ async def test_a_patch_that_does_not_apply(catalogue: Catalogue) -> None:
         )
     assert caught.value.code == 500
     assert caught.value.message.startswith("Internal error occurred: ")
+
+
+async def test_a_webhook_without_a_known_review_version(catalogue: Catalogue) -> None:
+    client = FakeClient(lambda url, request: {"allowed": True})
+    hooks = [at("v2", "v2.x", admissionReviewVersions=["v2"])]
+    with pytest.raises(APIError) as caught:
+        await plugins(catalogue, FakeSource(hooks), client).validate(attributes(catalogue))
+    assert caught.value.message == (
+        'Internal error occurred: failed calling webhook "v2.x": could not create admission '
+        "objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)"
+    )
+    assert client.calls == []
+
+
+async def test_v1beta1_reviews(catalogue: Catalogue) -> None:
+    seen: list[Obj] = []
+
+    def answerer(url: str, request: Obj) -> Obj:
+        seen.append(request)
+        return {"allowed": True}
+
+    client = FakeClient(answerer)
+    hooks = [at("old", "old.x", admissionReviewVersions=["v1beta1"])]
+    await plugins(catalogue, FakeSource(hooks), client).validate(attributes(catalogue))
+    assert seen[0]["operation"] == "CREATE"
+    assert client.versions == ["admission.k8s.io/v1beta1"]
