@@ -7,13 +7,19 @@ after validation, just before the write, for create, update (PUT, PATCH and subr
 delete (kube-apiserver's order, shared/spec/admission.md §1). Both run inside the
 optimistic loop, so they may run more than once for one request, and for dry-run requests too
 (``Attributes.dry_run`` says so). A plugin refuses by raising an
-:class:`~kubelite.api.errors.APIError`. A mutating plugin that changed the object may ask for
-a second round of the mutating plugins (:class:`Reinvocation`, kube's reinvocation).
+:class:`~kubelite.api.errors.APIError`.
+
+Reinvocation (kube's ``ReinvocationContext``): :meth:`Admission.admit` gives each write one
+:class:`Reinvocation`; a plugin that wants the mutating phase run again (a webhook with
+``reinvocationPolicy: IfNeeded`` whose output a later plugin changed) sets
+``should_reinvoke``, and the whole mutating chain runs once more with ``is_reinvoke`` set, each
+plugin deciding from what it kept in ``values`` whether to act again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from kubelite.api.authn import User
@@ -24,6 +30,16 @@ from kubelite.api.rest import Warnings
 Obj = dict[str, Any]
 
 CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
+
+
+@dataclass(slots=True)
+class Reinvocation:
+    """One write's mutating phase: whether a plugin asked for a second round, whether this is
+    it, and what plugins keep between the rounds (by plugin name)."""
+
+    should_reinvoke: bool = False
+    is_reinvoke: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 class Attributes(NamedTuple):
@@ -52,20 +68,6 @@ class Attributes(NamedTuple):
     reinvocation: Reinvocation | None = None
 
 
-class Reinvocation:
-    """kube's ReinvocationContext: a plugin that changed the object after another plugin
-    that may need to see the change ran sets :attr:`should_reinvoke`; the chain then runs the
-    mutating plugins once more with :attr:`is_reinvoke` set (a plugin with state of its own
-    keeps it in :attr:`values`, by plugin name)."""
-
-    __slots__ = ("is_reinvoke", "should_reinvoke", "values")
-
-    def __init__(self) -> None:
-        self.is_reinvoke = False
-        self.should_reinvoke = False
-        self.values: dict[str, Any] = {}
-
-
 class MutatingPlugin(Protocol):
     async def admit(self, attrs: Attributes) -> None:
         """Change ``attrs.obj`` in place, or raise to refuse."""
@@ -90,17 +92,15 @@ class Admission:
         self.validating = list(validating)
 
     async def admit(self, attrs: Attributes) -> None:
-        """The mutating plugins in order; once more if one asks for it (kube's reinvoker:
-        the second round runs every plugin again, those with a reinvocation policy of their
-        own apply it)."""
-        if not self.mutating:
-            return
-        context = Reinvocation()
-        attrs = attrs._replace(reinvocation=context)
+        """Every mutating plugin in order; once more if one asked for it (kube's reinvoker)."""
+        state = attrs.reinvocation
+        if state is None:
+            state = Reinvocation()
+            attrs = attrs._replace(reinvocation=state)
         for plugin in self.mutating:
             await plugin.admit(attrs)
-        if context.should_reinvoke:
-            context.is_reinvoke = True
+        if state.should_reinvoke and not state.is_reinvoke:
+            state.is_reinvoke = True
             for plugin in self.mutating:
                 await plugin.admit(attrs)
 

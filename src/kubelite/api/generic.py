@@ -425,7 +425,7 @@ class GenericStore:
         listing = await collect(self.list(ctx, list_opts))
         for item in listing["items"]:
             meta = item["metadata"]
-            item_ctx = Context(meta.get("namespace"), ctx.user, ctx.request)
+            item_ctx = Context(meta.get("namespace"), ctx.user, ctx.request, ctx.audit_annotations)
             try:
                 await self.delete(item_ctx, meta["name"], opts)
             except APIError as exc:

@@ -9,9 +9,12 @@ kube-apiserver does with ``--enable-aggregator-routing``, with TLS verified for 
 DNS name ``<name>.<namespace>.svc``. ``caBundle`` (PEM) is what the server's certificate must
 chain to; without one, the system's roots.
 
-:meth:`WebhookClient.post` returns the HTTP status and body; a call that does not complete
-raises :class:`CallFailed` whose text is what kube writes after ``failed calling webhook
-"<name>": `` (``failed to call webhook: Post "<url>": <why>``).
+:meth:`WebhookClient.call` returns the HTTP status, body and content type (:meth:`post` the status
+and body); a call that does not complete raises :class:`CallFailed` whose text is what kube
+writes after ``failed calling webhook "<name>": `` (``failed to call webhook: Post "<url>":
+<why>``), the why in Go's words for the common failures (``dial tcp 127.0.0.1:1: connect:
+connection refused``, ``context deadline exceeded``, ``tls: failed to verify certificate: x509:
+certificate signed by unknown authority``, ``EOF``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import errno
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -36,6 +40,14 @@ class CallFailed(Exception):
     """The webhook could not be called, or did not answer in time."""
 
 
+class Response(NamedTuple):
+    """What a webhook answered: its HTTP status, body and media type (``application/json``)."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
 class Target(NamedTuple):
     """Where a call goes: the URL kube would name (in error texts), the address connected to,
     and the name the server's certificate must carry."""
@@ -47,7 +59,8 @@ class Target(NamedTuple):
 
 
 class WebhookClient:
-    """One connection pool for every webhook call of a server; :meth:`close` at shutdown."""
+    """One connection pool for every webhook call of a server (``limit`` connections to each
+    webhook); :meth:`close` at shutdown."""
 
     def __init__(self, resolve_service: ServiceResolver, *, limit: int = 100) -> None:
         self.resolve_service = resolve_service
@@ -57,7 +70,8 @@ class WebhookClient:
 
     def _pool(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.limit)
+            # connections limited per webhook, not in all: a slow webhook queues its own calls
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=self.limit)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
@@ -113,6 +127,13 @@ class WebhookClient:
     ) -> tuple[int, bytes]:
         """POST ``body`` (JSON) to the webhook, waiting at most ``seconds``; its HTTP status
         and body."""
+        response = await self.call(client_config, body, seconds, query)
+        return response.status, response.body
+
+    async def call(
+        self, client_config: Obj, body: bytes, seconds: float, query: str = ""
+    ) -> Response:
+        """:meth:`post`, with the answer's media type."""
         target = await self.target(client_config, query)
         context = self.ssl_context(client_config)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -127,10 +148,36 @@ class WebhookClient:
                     ssl=context,
                     server_hostname=target.server_hostname,
                 ) as response:
-                    return response.status, await response.read()
+                    data = await response.read()
+                    return Response(response.status, data, response.content_type)
         except TimeoutError:
             raise CallFailed(
                 f'failed to call webhook: Post "{target.url}": context deadline exceeded'
             ) from None
         except (aiohttp.ClientError, OSError, ssl.SSLError) as exc:
-            raise CallFailed(f'failed to call webhook: Post "{target.url}": {exc}') from None
+            raise CallFailed(f'failed to call webhook: Post "{target.url}": {_why(exc)}') from None
+
+
+def _why(exc: BaseException) -> str:
+    """A failed call's cause as Go's net/http words it, where kubelite knows the words."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return _tls_why(exc.certificate_error)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        address = f"[{exc.host}]:{exc.port}" if ":" in exc.host else f"{exc.host}:{exc.port}"
+        if exc.os_error.errno == errno.ECONNREFUSED:
+            return f"dial tcp {address}: connect: connection refused"
+        if isinstance(exc.os_error, ssl.SSLError):
+            return _tls_why(exc.os_error)
+        return f"dial tcp {address}: {exc.os_error.strerror or exc.os_error}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "EOF"
+    return str(exc)
+
+
+def _tls_why(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        if "Hostname mismatch" in text or "IP address mismatch" in text:
+            return f"tls: failed to verify certificate: x509: {exc.verify_message}"
+        return "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+    return f"remote error: tls: {text}"

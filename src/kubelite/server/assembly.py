@@ -42,6 +42,7 @@ from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.registry import Registry
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.api.webhookclient import WebhookClient
+from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.healthz import CheckFailed, Health
@@ -78,6 +79,8 @@ class Assembly:
     webhooks: WebhookClient | None = None
     #: the admission policy plugins and their follower
     policies: AdmissionPolicies | None = None
+    #: the admission webhooks in force (followed from the store)
+    webhook_source: WebhookSource | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -86,6 +89,8 @@ class Assembly:
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
+        if self.webhook_source is not None:
+            await self.webhook_source.close()
         if self.webhooks is not None:
             await self.webhooks.close()
         await self.namespace_controller.close()
@@ -152,6 +157,17 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
+    # admission webhooks: after the built-in plugins of each phase (kube's plugin order); a
+    # ValidatingAdmissionPolicy plugin goes into `validating` before ValidatingWebhooks
+    webhook_source = WebhookSource(registry, catalogue)
+    await webhook_source.start()
+    kinds.webhooks_settled = webhook_source.settled
+    registry.admission.mutating.append(
+        MutatingWebhooks(webhook_source, webhooks, registry, catalogue)
+    )
+    registry.admission.validating.append(
+        ValidatingWebhooks(webhook_source, webhooks, registry, catalogue)
+    )
     rbac = None
     authorizer: Authorizer = AlwaysAllow()
     if authorization_mode == RBAC:
@@ -198,6 +214,7 @@ async def assemble(
         rbac,
         webhooks,
         policies,
+        webhook_source,
     )
 
 

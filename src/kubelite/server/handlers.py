@@ -219,20 +219,21 @@ async def patch(request: Request, send: Send, target: Target) -> None:
 
 async def delete(request: Request, send: Send, target: Target) -> None:
     deleter: GracefulDeleter = target.serving(GracefulDeleter)
-    options = (await _delete_options(request))._replace(warnings=Warnings())
+    warnings = Warnings()
+    options = (await _delete_options(request))._replace(warnings=warnings)
     answer, gone = await deleter.delete(target.ctx, target.name, options)
     # kube answers 202 only for the deprecated orphanDependents=false on an object kept
     accepted = not gone and options.orphan_dependents is False
-    assert options.warnings is not None
-    headers = tuple(validation.warning_headers(options.warnings.texts))
+    headers = tuple(validation.warning_headers(warnings.texts))
     await send_json(send, 202 if accepted else 200, answer, headers)
 
 
 async def delete_collection(request: Request, send: Send, target: Target) -> None:
     deleter: CollectionDeleter = target.serving(CollectionDeleter)
-    options = await _delete_options(request)
+    warnings = Warnings()
+    options = (await _delete_options(request))._replace(warnings=warnings)
     listing = await deleter.delete_collection(target.ctx, options, list_options(request))
-    await send_json(send, 200, listing)
+    await send_json(send, 200, listing, tuple(validation.warning_headers(warnings.texts)))
 
 
 # -- options from the query and body ---------------------------------------------------------

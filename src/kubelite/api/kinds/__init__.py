@@ -3,9 +3,10 @@
 Everything kind-specific lives in this package: a kind's strategy (its module by group family),
 and for the few kinds with verbs of their own, their storages (namespaces, service accounts and
 their tokens, pods and bindings, component statuses, the review kinds, CRDs, RBAC's roles and
-bindings with their escalation checks). Every other built-in kind is served by the generic store
-with its strategy (or the default one), plus the generic ``status`` and ``scale`` subresources
-it declares; every custom resource by the generic store with the custom resource strategy.
+bindings with their escalation checks, the webhook configurations). Every other built-in kind
+is served by the generic store with its strategy (or the default one), plus the generic
+``status`` and ``scale`` subresources it declares; every custom resource by the generic store
+with the custom resource strategy.
 
 The generic machinery (``kubelite.api.generic``, ``registry``, ``rest``, ``strategy`` and the
 server's handlers) never imports this package; an import-linter contract in ``make check``
@@ -30,6 +31,7 @@ from kubelite.api.kinds import (
     reviews,
     rules,
     validation,
+    webhookconfigs,
     workloads,
 )
 from kubelite.api.kinds.allocation import ServiceRanges
@@ -76,14 +78,15 @@ class BuiltinKinds:
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
     :attr:`webhook_client` calls CRD conversion webhooks (None: a kind converted by a webhook
-    answers every read and write at another version with the call's failure). Five hooks are
+    answers every read and write at another version with the call's failure). Six hooks are
     set once the objects they belong to exist, as they need the registry built
     with this table: :attr:`check_token` (TokenReview asks who a token is), :attr:`authorizer`
     (the access reviews ask it, and RBAC's storages check writes of roles and bindings with it;
     None, without authentication or under AlwaysAllow: reviews allow everything and no write is
     checked), :attr:`rbac_settled` (an RBAC write waits for this server's authorizer),
-    :attr:`policy_settled` (an admission policy write waits for this server's policy follower)
-    and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
+    :attr:`policy_settled` (an admission policy write waits for this server's policy follower),
+    :attr:`webhooks_settled` (a webhook configuration's write waits for this server's webhook
+    source) and :meth:`set_crd_caught_up` (a CRD write waits for this server's CRD controller).
     """
 
     def __init__(
@@ -104,6 +107,8 @@ class BuiltinKinds:
         self.rbac_settled: rbacstorage.Settled | None = None
         #: returns once the admission policy follower holds a write of a policy or binding
         self.policy_settled: admissionpolicies.Settled | None = None
+        #: returns once the server's webhook source holds a webhook configuration write
+        self.webhooks_settled: rbacstorage.Settled | None = None
         self._special: dict[tuple[str, str], StorageFactory] = {
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,
@@ -119,6 +124,8 @@ class BuiltinKinds:
             self._special[(rbacstorage.GROUP, plural)] = self._rbac
         for plural in admissionpolicies.PLURALS:
             self._special[(admissionpolicies.GROUP, plural)] = self._admission_policies
+        for plural in webhookconfigs.PLURALS:
+            self._special[(webhookconfigs.GROUP, plural)] = self._webhook_configs
 
     @property
     def terminating_custom_kinds(self) -> set[tuple[str, str]]:
@@ -173,6 +180,15 @@ class BuiltinKinds:
     async def _policy_settled(self, plural: str, name: str, revision: int | None) -> None:
         if self.policy_settled is not None:
             await self.policy_settled(plural, name, revision)
+
+    def _webhook_configs(self, info: ResourceInfo, backing: Backing) -> Storages:
+        return webhookconfigs.storages(info, backing, self._webhooks_settled)
+
+    async def _webhooks_settled(
+        self, plural: str, namespace: str, name: str, revision: int | None
+    ) -> None:
+        if self.webhooks_settled is not None:
+            await self.webhooks_settled(plural, namespace, name, revision)
 
     def _authorizer(self) -> Authorizer | None:
         return self.authorizer
