@@ -23,10 +23,13 @@ serve: $(SERVE_STAMP)
 	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
 # Every test (the etcd backend's and the HA tests start their own etcd), then the API server
-# tests again with kubelite serve over etcd instead of SQLite.
+# tests again with kubelite serve over etcd instead of SQLite. Two workers (pytest-xdist): most
+# tests wait on a server of their own; the HA tests, which kill etcd members and time
+# elections, run alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest
-	$(BIN)/python -m pytest tests/server --storage-backend etcd
+	$(BIN)/python -m pytest -n 2 --ignore=tests/ha
+	$(BIN)/python -m pytest tests/ha
+	$(BIN)/python -m pytest -n 2 tests/server --storage-backend etcd
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests bench

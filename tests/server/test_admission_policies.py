@@ -386,3 +386,18 @@ def test_a_delete_is_validated_with_its_old_object_and_warned(server: Server) ->
     assert headers["warning"] == (
         "299 - \"Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': kept\""
     )
+
+
+def test_kubectl_waits_for_the_status_controller_to_observe_a_policy(server: Server) -> None:
+    """kube's status controller writes ``status.observedGeneration`` (and a warning-free
+    ``typeChecking``) for each generation; clients wait on it."""
+    server.kubectl("apply", "-f", "-", input=DEMO)
+    server.kubectl(
+        "wait", "--for=jsonpath={.status.observedGeneration}=1", "--timeout=30s",
+        "validatingadmissionpolicy/demo-policy.example.com",
+    )  # fmt: skip
+    status = json.loads(
+        server.kubectl("get", "validatingadmissionpolicy", "demo-policy.example.com",
+                       "-o", "json").stdout
+    )["status"]  # fmt: skip
+    assert status == {"observedGeneration": 1, "typeChecking": {}}

@@ -21,6 +21,7 @@ from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.namespace import NamespaceController
+from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.allocation import ServiceRanges
@@ -69,6 +70,7 @@ class Assembly:
     crd_controller: CRDController
     namespace_controller: NamespaceController
     aggregator: ClusterRoleAggregator
+    policy_status: PolicyStatusController
     authenticator: TokenAuthenticator | None
     app: KubeliteApp
     metrics: APIMetrics | None = None
@@ -89,6 +91,7 @@ class Assembly:
         if self.rbac is not None:
             await self.rbac.close()
         await self.aggregator.close()
+        await self.policy_status.close()
         if self.webhook_source is not None:
             await self.webhook_source.close()
         if self.webhooks is not None:
@@ -153,6 +156,8 @@ async def assemble(
     await ensure_bootstrap_policy(registry, catalogue)
     aggregator = ClusterRoleAggregator(registry, catalogue)
     aggregator.start()
+    policy_status = PolicyStatusController(registry, catalogue)
+    policy_status.start()
     namespace_controller = NamespaceController(
         registry, catalogue, **(namespace_controller_options or {})
     )
@@ -207,6 +212,7 @@ async def assemble(
         crd_controller,
         namespace_controller,
         aggregator,
+        policy_status,
         authenticator,
         app,
         api_metrics,
