@@ -19,9 +19,6 @@ RBAC write answer only after this server's index holds it.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -29,14 +26,11 @@ from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.errors import go_quote
-from kubelite.api.listing import ListOptions
+from kubelite.api.following import StoreFollower
 from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
 from kubelite.api.rbaccover import aggregate
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, Watcher, WatchOptions
-
-log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -46,7 +40,6 @@ ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS = "rolebindings", "clusterrolebindings"
 PLURALS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
 #: decisions remembered at most; the cache starts over when full
 CACHE_SIZE = 8192
-CAUGHT_UP_TIMEOUT = 10.0
 
 
 class Binding(NamedTuple):
@@ -262,7 +255,7 @@ class RBACAuthorizer:
         return rules, errors
 
 
-class PolicyFollower:
+class PolicyFollower(StoreFollower):
     """Keeps a :class:`PolicyIndex` current with the stored objects, as an informer: each kind
     listed through ``registry``, then watched from the list's revision (listed again when the
     watch ends or fails)."""
@@ -275,80 +268,22 @@ class PolicyFollower:
         *,
         retry_seconds: float = 0.5,
     ) -> None:
-        self.registry = registry
-        self.infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
+        infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
+        super().__init__(registry, infos, name="rbac", retry_seconds=retry_seconds)
         self.index = index
-        self.retry_seconds = retry_seconds
-        self._revisions = dict.fromkeys(PLURALS, 0)
-        self._seen = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
-        """List the four kinds (the index is complete when this returns), then follow them."""
-        revisions = {p: await self._relist(p) for p in PLURALS}
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._follow(p, revisions[p]), name=f"kubelite-rbac-{p}")
-            for p in PLURALS
-        ]
+    def replace(self, plural: str, objects: list[Obj]) -> None:
+        self.index.replace(plural, objects)
 
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+    def put(self, plural: str, obj: Obj) -> None:
+        self.index.put(plural, obj)
 
-    def following(self) -> bool:
-        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+    def remove(self, plural: str, namespace: str, name: str) -> None:
+        self.index.remove(plural, namespace, name)
 
-    async def settled(self, plural: str, namespace: str, name: str, revision: int | None) -> None:
-        """Return once the index holds every change of ``plural`` up to ``revision``, or (None)
-        no longer holds the object (or after :data:`CAUGHT_UP_TIMEOUT`, when the watch is
-        behind)."""
+    def holds(self, plural: str, namespace: str, name: str) -> bool:
+        return self.index.holds(plural, namespace, name)
 
-        def done() -> bool:
-            if revision is None:
-                return not self.index.holds(plural, namespace, name)
-            return self._revisions[plural] >= revision
-
-        async with self._seen:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._seen.wait_for(done), CAUGHT_UP_TIMEOUT)
-
-    async def _relist(self, plural: str) -> int:
-        listing = await self.registry.list(self.infos[plural], None, ListOptions())
-        self.index.replace(plural, listing["items"])
-        revision = int(listing["metadata"]["resourceVersion"])
-        await self._advance(plural, revision)
-        return revision
-
-    async def _follow(self, plural: str, revision: int) -> None:
-        watcher = self.registry.storage(self.infos[plural])
-        assert isinstance(watcher, Watcher)
-        while True:
-            try:
-                options = WatchOptions(resource_version=str(revision))
-                events = watcher.watch(Context(), options)
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        if event.type == "DELETED":
-                            meta = event.object["metadata"]
-                            self.index.remove(plural, meta.get("namespace") or "", meta["name"])
-                        elif event.type in ("ADDED", "MODIFIED"):
-                            self.index.put(plural, event.object)
-                        else:
-                            continue
-                        revision = event.revision
-                        await self._advance(plural, revision)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.debug("RBAC: the watch of %s ended; listing again", plural, exc_info=True)
-            await asyncio.sleep(self.retry_seconds)
-            with contextlib.suppress(Exception):
-                revision = await self._relist(plural)
-
-    async def _advance(self, plural: str, revision: int) -> None:
-        async with self._seen:
-            self._revisions[plural] = max(self._revisions[plural], revision)
-            self._seen.notify_all()
+    #: (plural, namespace, name, revision): returns once the index holds every change of
+    #: ``plural`` up to ``revision``, or (None) no longer holds the object
+    settled = StoreFollower.caught_up

@@ -39,6 +39,7 @@ from kubelite.api.kinds.apiextensions import CaughtUp, CRDStorages
 from kubelite.api.kinds.custom import CustomResourceStrategy
 from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
 from kubelite.api.kinds.rules import BuiltinStrategy
+from kubelite.api.kinds.settled import Settled
 from kubelite.api.kinds.webhookconversion import WebhookConverter
 from kubelite.api.registry import Registry, Storages
 from kubelite.api.strategy import Strategy
@@ -104,11 +105,11 @@ class BuiltinKinds:
         self.webhook_client: WebhookClient | None = None
         self.authorizer: Authorizer | None = None
         #: returns once the server's authorizer holds an RBAC write (None: answer at once)
-        self.rbac_settled: rbacstorage.Settled | None = None
+        self.rbac_settled: Settled | None = None
         #: returns once the admission policy follower holds a write of a policy or binding
         self.policy_settled: admissionpolicies.Settled | None = None
         #: returns once the server's webhook source holds a webhook configuration write
-        self.webhooks_settled: rbacstorage.Settled | None = None
+        self.webhooks_settled: Settled | None = None
         self._special: dict[tuple[str, str], StorageFactory] = {
             (namespaces.GROUP, namespaces.PLURAL): namespaces.storages,
             ("", "serviceaccounts"): self._service_accounts,

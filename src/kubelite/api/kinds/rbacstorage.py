@@ -19,7 +19,6 @@ are :mod:`kubelite.api.rbaccover`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
@@ -28,19 +27,17 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
+from kubelite.api.kinds.settled import Settled, SettledStore
 from kubelite.api.rbac import rules_of
 from kubelite.api.rbaccover import FULL_AUTHORITY, escalation
 from kubelite.api.registry import Storages
 from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, DeleteOptions, GetOptions, ObjectUpdate, WriteOptions
+from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
 from kubelite.api.stored import clone
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
 
 Obj = dict[str, Any]
-#: (plural, namespace, name, revision): returns once the server's authorizer holds a write of
-#: that object at ``revision`` (None: its removal).
-Settled = Callable[[str, str, str, int | None], Awaitable[None]]
 
 GROUP = "rbac.authorization.k8s.io"
 ROLES, CLUSTER_ROLES = "roles", "clusterroles"
@@ -71,9 +68,10 @@ def storages(
     return {"": store, **generic_subresources(store)}
 
 
-class EscalationCheckedStore(GenericStore):
+class EscalationCheckedStore(SettledStore):
     """The generic store with a check of each create and of each update's new object, unless
-    the user may write anything (:meth:`allowed_outright`)."""
+    the user may write anything (:meth:`allowed_outright`); a write answers once ``settled``
+    says so."""
 
     def __init__(
         self,
@@ -83,36 +81,14 @@ class EscalationCheckedStore(GenericStore):
         authorizer: AuthorizerHook,
         settled: Settled,
     ) -> None:
-        super().__init__(info, strategy, backing)
+        super().__init__(info, strategy, backing, settled)
         self.authorizer = authorizer
-        self.settled = settled
 
     async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
         authorizer = self.authorizer()
         if authorizer is not None and not self.allowed_outright(authorizer, ctx):
             await self.check(authorizer, ctx, self.decoded(body), None)
-        created = await super().create(ctx, body, opts)
-        if not opts.dry_run:
-            await self._settle(created)
-        return created
-
-    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
-        answer, gone = await super().delete(ctx, name, opts)
-        if not opts.dry_run:
-            if gone:
-                await self.settled(self.info.plural, self.namespace(ctx) or "", name, None)
-            else:
-                await self._settle(answer)
-        return answer, gone
-
-    async def _settle(self, obj: Obj) -> None:
-        meta = obj.get("metadata") or {}
-        await self.settled(
-            self.info.plural,
-            meta.get("namespace") or "",
-            meta.get("name") or "",
-            int(meta.get("resourceVersion") or 0),
-        )
+        return await super().create(ctx, body, opts)
 
     async def update(
         self,
@@ -126,23 +102,19 @@ class EscalationCheckedStore(GenericStore):
     ) -> tuple[Obj, bool]:
         authorizer = self.authorizer()
         if authorizer is None or subresource or self.allowed_outright(authorizer, ctx):
-            result = await super().update(
+            return await super().update(
                 ctx, name, update, opts, strategy=strategy, subresource=subresource
             )
-        else:
-            checked_authorizer = authorizer
+        checked_authorizer = authorizer
 
-            async def checked(current: Obj | None) -> Obj:
-                new = await update(current)
-                decoded = self.decoded(new)
-                if current is None or not only_gc_fields_changed(decoded, current):
-                    await self.check(checked_authorizer, ctx, decoded, current)
-                return new
+        async def checked(current: Obj | None) -> Obj:
+            new = await update(current)
+            decoded = self.decoded(new)
+            if current is None or not only_gc_fields_changed(decoded, current):
+                await self.check(checked_authorizer, ctx, decoded, current)
+            return new
 
-            result = await super().update(ctx, name, checked, opts, strategy=strategy)
-        if not opts.dry_run:
-            await self._settle(result[0])
-        return result
+        return await super().update(ctx, name, checked, opts, strategy=strategy)
 
     def decoded(self, obj: Obj) -> Obj:
         """``obj`` with the kind's defaults, as kube's storage sees a decoded object."""

@@ -17,17 +17,14 @@ server's set holds it, so the client's next request is admitted by what it just 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
-from kubelite.api.listing import ListOptions
+from kubelite.api.following import StoreFollower
 from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Watcher, WatchOptions
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +37,6 @@ VALIDATING_BINDINGS = "validatingadmissionpolicybindings"
 MUTATING_POLICIES = "mutatingadmissionpolicies"
 MUTATING_BINDINGS = "mutatingadmissionpolicybindings"
 PLURALS = (VALIDATING_POLICIES, VALIDATING_BINDINGS, MUTATING_POLICIES, MUTATING_BINDINGS)
-CAUGHT_UP_TIMEOUT = 10.0
 
 
 class Hook(NamedTuple, Generic[C]):
@@ -124,11 +120,10 @@ def _same(a: Obj, b: Obj) -> bool:
     return bool(version) and version == (b.get("metadata") or {}).get("resourceVersion")
 
 
-class Mirror:
+class Mirror(StoreFollower):
     """One kind followed like an informer: listed through ``registry`` (``replace`` gets the
     items), then watched from the list's revision (``put`` and ``remove`` get the changes),
-    listed again when the watch ends or fails. ``advanced`` is called with each revision
-    reached."""
+    listed again when the watch ends or fails."""
 
     def __init__(
         self,
@@ -137,74 +132,26 @@ class Mirror:
         replace: Callable[[list[Obj]], None],
         put: Callable[[Obj], None],
         remove: Callable[[str], None],
-        advanced: Callable[[int], Any] | None = None,
         *,
         retry_seconds: float = 0.5,
     ) -> None:
-        self.registry = registry
+        super().__init__(registry, {info.plural: info}, name="mirror", retry_seconds=retry_seconds)
         self.info = info
-        self.replace, self.put, self.remove = replace, put, remove
-        self.advanced = advanced
-        self.retry_seconds = retry_seconds
-        self.revision = 0
-        self._task: asyncio.Task[None] | None = None
+        self._replace, self._put, self._remove = replace, put, remove
 
-    async def start(self) -> None:
-        """List (the callbacks hold every object when this returns), then follow."""
-        revision = await self._relist()
-        name = f"kubelite-mirror-{self.info.plural}"
-        self._task = asyncio.get_running_loop().create_task(self._follow(revision), name=name)
+    def replace(self, plural: str, objects: list[Obj]) -> None:
+        self._replace(objects)
 
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+    def put(self, plural: str, obj: Obj) -> None:
+        self._put(obj)
 
-    def following(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    async def _relist(self) -> int:
-        listing = await self.registry.list(self.info, None, ListOptions())
-        self.replace(listing["items"])
-        revision = int(listing["metadata"]["resourceVersion"])
-        await self._advance(revision)
-        return revision
-
-    async def _follow(self, revision: int) -> None:
-        watcher = self.registry.storage(self.info)
-        assert isinstance(watcher, Watcher)
-        while True:
-            try:
-                options = WatchOptions(resource_version=str(revision))
-                events = watcher.watch(Context(), options)
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        if event.type == "DELETED":
-                            self.remove(_name(event.object))
-                        elif event.type in ("ADDED", "MODIFIED"):
-                            self.put(event.object)
-                        else:
-                            continue
-                        revision = event.revision
-                        await self._advance(revision)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.debug("the watch of %s ended; listing again", self.info.plural, exc_info=True)
-            await asyncio.sleep(self.retry_seconds)
-            with contextlib.suppress(Exception):
-                revision = await self._relist()
-
-    async def _advance(self, revision: int) -> None:
-        self.revision = max(self.revision, revision)
-        if self.advanced is not None:
-            await self.advanced(self.revision)
+    def remove(self, plural: str, namespace: str, name: str) -> None:
+        self._remove(name)
 
 
-class PolicyFollower:
+class PolicyFollower(StoreFollower):
     """Keeps a validating and a mutating :class:`PolicySet` current with the stored objects
-    (one :class:`Mirror` per kind)."""
+    (each kind the catalogue serves)."""
 
     def __init__(
         self,
@@ -215,65 +162,42 @@ class PolicyFollower:
         *,
         retry_seconds: float = 0.5,
     ) -> None:
-        self._seen = asyncio.Condition()
         self.sets = {
             VALIDATING_POLICIES: validating,
             VALIDATING_BINDINGS: validating,
             MUTATING_POLICIES: mutating,
             MUTATING_BINDINGS: mutating,
         }
-        self.mirrors: dict[str, Mirror] = {}
-        for plural, held in self.sets.items():
-            info = catalogue.lookup(GROUP, "v1", plural)
-            if info is None:
-                continue
-            policies = plural.endswith("policies")
-            self.mirrors[plural] = Mirror(
-                registry,
-                info,
-                held.replace_policies if policies else held.replace_bindings,
-                held.put_policy if policies else held.put_binding,
-                held.remove_policy if policies else held.remove_binding,
-                self._advanced,
-                retry_seconds=retry_seconds,
-            )
+        infos = {p: catalogue.lookup(GROUP, "v1", p) for p in self.sets}
+        served = {p: info for p, info in infos.items() if info is not None}
+        super().__init__(registry, served, name="policies", retry_seconds=retry_seconds)
 
-    async def start(self) -> None:
-        """List the kinds (the sets are complete when this returns), then follow them."""
-        for mirror in self.mirrors.values():
-            await mirror.start()
+    def replace(self, plural: str, objects: list[Obj]) -> None:
+        held = self.sets[plural]
+        (held.replace_policies if _is_policy(plural) else held.replace_bindings)(objects)
 
-    async def close(self) -> None:
-        for mirror in self.mirrors.values():
-            await mirror.close()
+    def put(self, plural: str, obj: Obj) -> None:
+        held = self.sets[plural]
+        (held.put_policy if _is_policy(plural) else held.put_binding)(obj)
 
-    def following(self) -> bool:
-        return bool(self.mirrors) and all(m.following() for m in self.mirrors.values())
+    def remove(self, plural: str, namespace: str, name: str) -> None:
+        held = self.sets[plural]
+        (held.remove_policy if _is_policy(plural) else held.remove_binding)(name)
+
+    def holds(self, plural: str, namespace: str, name: str) -> bool:
+        held = self.sets[plural]
+        return held.holds_policy(name) if _is_policy(plural) else name in held.bindings
 
     async def settled(self, plural: str, name: str, revision: int | None) -> None:
         """Return once the sets hold every change of ``plural`` up to ``revision``, or (None)
-        no longer hold the object (or after :data:`CAUGHT_UP_TIMEOUT`, when the watch is
-        behind)."""
-        mirror = self.mirrors.get(plural)
-        if mirror is None:
-            return
+        no longer hold the object (or after
+        :data:`kubelite.api.following.CAUGHT_UP_TIMEOUT`, when the watch is
+        behind). The kinds are cluster-scoped."""
+        await self.caught_up(plural, "", name, revision)
 
-        def done() -> bool:
-            if revision is None:
-                return not self._holds(plural, name)
-            return mirror.revision >= revision
 
-        async with self._seen:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._seen.wait_for(done), CAUGHT_UP_TIMEOUT)
-
-    def _holds(self, plural: str, name: str) -> bool:
-        held = self.sets[plural]
-        return held.holds_policy(name) if plural.endswith("policies") else name in held.bindings
-
-    async def _advanced(self, revision: int) -> None:
-        async with self._seen:
-            self._seen.notify_all()
+def _is_policy(plural: str) -> bool:
+    return plural.endswith("policies")
 
 
 class NamespaceMirror:

@@ -12,19 +12,13 @@ answer once this server's hooks hold it, so the client's next request meets it.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue
-from kubelite.api.listing import ListOptions
+from kubelite.api.following import StoreFollower
 from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Watcher, WatchOptions
-
-log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -35,7 +29,6 @@ PLURALS = (VALIDATING, MUTATING)
 DEFAULT_TIMEOUT = 10
 #: the AdmissionReview versions kubelite sends, in kube's order of preference
 REVIEW_VERSIONS = ("v1", "v1beta1")
-CAUGHT_UP_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,102 +114,40 @@ def hooks_of(configurations: dict[str, Obj], mutating: bool) -> tuple[Hook, ...]
     return tuple(hooks)
 
 
-class WebhookSource:
+class WebhookSource(StoreFollower):
     """The webhooks of both kinds, current with the store (:attr:`validating`,
     :attr:`mutating`); :meth:`start` lists them, then follows them until :meth:`close`."""
 
     def __init__(
         self, registry: Registry, catalogue: Catalogue, *, retry_seconds: float = 0.5
     ) -> None:
-        self.registry = registry
-        self.infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
-        self.retry_seconds = retry_seconds
+        infos = {p: catalogue.require(GROUP, "v1", p) for p in PLURALS}
+        super().__init__(registry, infos, name="webhooks", retry_seconds=retry_seconds)
         self.validating: tuple[Hook, ...] = ()
         self.mutating: tuple[Hook, ...] = ()
         self._objects: dict[str, dict[str, Obj]] = {p: {} for p in PLURALS}
-        self._revisions = dict.fromkeys(PLURALS, 0)
-        self._seen = asyncio.Condition()
-        self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
-        """List both kinds (the hooks are complete when this returns), then follow them."""
-        revisions = {p: await self._relist(p) for p in PLURALS}
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._follow(p, revisions[p]), name=f"kubelite-webhooks-{p}")
-            for p in PLURALS
-        ]
+    def replace(self, plural: str, objects: list[Obj]) -> None:
+        self._objects[plural] = {item["metadata"]["name"]: item for item in objects}
 
-    async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+    def put(self, plural: str, obj: Obj) -> None:
+        self._objects[plural][obj["metadata"]["name"]] = obj
 
-    def following(self) -> bool:
-        return bool(self._tasks) and not any(t.done() for t in self._tasks)
+    def remove(self, plural: str, namespace: str, name: str) -> None:
+        self._objects[plural].pop(name, None)
 
-    def holds(self, plural: str, name: str) -> bool:
+    def holds(self, plural: str, namespace: str, name: str) -> bool:
+        """Whether a configuration ``name`` of ``plural`` is held (both kinds are
+        cluster-scoped: ``namespace`` is there for the base's signature)."""
         return name in self._objects.get(plural, {})
 
-    async def settled(self, plural: str, namespace: str, name: str, revision: int | None) -> None:
-        """Return once the hooks hold every change of ``plural`` up to ``revision``, or (None)
-        no longer hold ``name`` (or after :data:`CAUGHT_UP_TIMEOUT`, when the watch is
-        behind). ``namespace`` is there for the storages' hook signature: both kinds are
-        cluster-scoped."""
-
-        def done() -> bool:
-            if revision is None:
-                return not self.holds(plural, name)
-            return self._revisions[plural] >= revision
-
-        async with self._seen:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._seen.wait_for(done), CAUGHT_UP_TIMEOUT)
-
-    def _publish(self, plural: str) -> None:
+    def changed(self, plural: str) -> None:
         hooks = hooks_of(self._objects[plural], plural == MUTATING)
         if plural == MUTATING:
             self.mutating = hooks
         else:
             self.validating = hooks
 
-    async def _relist(self, plural: str) -> int:
-        listing = await self.registry.list(self.infos[plural], None, ListOptions())
-        self._objects[plural] = {item["metadata"]["name"]: item for item in listing["items"]}
-        self._publish(plural)
-        revision = int(listing["metadata"]["resourceVersion"])
-        await self._advance(plural, revision)
-        return revision
-
-    async def _follow(self, plural: str, revision: int) -> None:
-        watcher = self.registry.storage(self.infos[plural])
-        assert isinstance(watcher, Watcher)
-        while True:
-            try:
-                options = WatchOptions(resource_version=str(revision))
-                events = watcher.watch(Context(), options)
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        name = event.object["metadata"]["name"]
-                        if event.type == "DELETED":
-                            self._objects[plural].pop(name, None)
-                        elif event.type in ("ADDED", "MODIFIED"):
-                            self._objects[plural][name] = event.object
-                        else:
-                            continue
-                        self._publish(plural)
-                        revision = event.revision
-                        await self._advance(plural, revision)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.debug("webhooks: the watch of %s ended; listing again", plural, exc_info=True)
-            await asyncio.sleep(self.retry_seconds)
-            with contextlib.suppress(Exception):
-                revision = await self._relist(plural)
-
-    async def _advance(self, plural: str, revision: int) -> None:
-        async with self._seen:
-            self._revisions[plural] = max(self._revisions[plural], revision)
-            self._seen.notify_all()
+    #: (plural, namespace, name, revision): returns once the hooks hold every change of
+    #: ``plural`` up to ``revision``, or (None) no longer hold ``name``
+    settled = StoreFollower.caught_up
