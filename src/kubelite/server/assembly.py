@@ -1,7 +1,8 @@
 """One function that builds a complete kubelite server on a store: the catalogue, the kind
-table and registry, the admission chain, the watch caches, the authenticator and authorizer, the
-CRD, namespace and ClusterRole aggregation controllers, the system namespaces, the bootstrap RBAC
-policy and the ASGI app. ``kubelite serve``, the tests'
+table and registry, the admission chain (built-in plugins, admission policies, webhooks), the
+watch caches, the authenticator and authorizer, the CRD, namespace, ClusterRole aggregation and
+admission policy status controllers, the system namespaces, the bootstrap RBAC policy and the
+ASGI app. ``kubelite serve``, the tests'
 in-process servers and the testing plugin all use it, so each runs exactly what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
@@ -162,8 +163,7 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
-    # admission webhooks: after the built-in plugins of each phase (kube's plugin order); a
-    # ValidatingAdmissionPolicy plugin goes into `validating` before ValidatingWebhooks
+    # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
     kinds.webhooks_settled = webhook_source.settled
