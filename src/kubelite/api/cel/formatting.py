@@ -16,34 +16,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from kubelite.api.cel.values import _Fail, _marked
+from kubelite.api.cel.values import _Fail, _marked, type_name
 from kubelite.api.errors import go_quote
 
 _PRECISION = 6
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null_type"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes):
-        return "bytes"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, datetime.datetime):
-        return "google.protobuf.Timestamp"
-    if isinstance(value, datetime.timedelta):
-        return "google.protobuf.Duration"
-    return type(value).__name__
 
 
 class _FormatError(Exception):
@@ -96,7 +72,7 @@ def _string(value: Any) -> str:
         return _duration_text(value)
     raise _FormatError(
         "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
-        f"types, durations, and timestamps, was given {_type_name(value)}"
+        f"types, durations, and timestamps, was given {type_name(value)}"
     )
 
 
@@ -105,7 +81,7 @@ def _key(key: Any) -> str:
         return go_quote(key)
     if isinstance(key, bool | int):
         return _string(key)
-    raise _FormatError(f"no formatting function for map key of type {_type_name(key)}")
+    raise _FormatError(f"no formatting function for map key of type {type_name(key)}")
 
 
 def _member(value: Any) -> str:
@@ -128,7 +104,7 @@ def _member(value: Any) -> str:
 def _integer(value: Any, clause: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise _FormatError(f"{clause}, was given {_type_name(value)}")
+    raise _FormatError(f"{clause}, was given {type_name(value)}")
 
 
 def _double(value: Any, clause: str) -> float:
@@ -136,7 +112,7 @@ def _double(value: Any, clause: str) -> float:
         return value
     if value in ("NaN", "Infinity", "-Infinity"):
         return float(value.replace("Infinity", "inf"))
-    raise _FormatError(f"{clause}, was given {_type_name(value)}")
+    raise _FormatError(f"{clause}, was given {type_name(value)}")
 
 
 def _fixed(precision: int | None) -> Callable[[Any], str]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 _QUANTITY = "@kubelite.quantity"
@@ -52,6 +53,32 @@ def _comparable(items: list[Any]) -> None:
         raise _no_overload()
     if kinds & {"map", "list", "bool_list"}:
         raise _no_overload()
+
+
+def type_name(value: Any) -> str:
+    """cel-go's name of a value's type, as its error texts print it (``string.format``'s, a
+    policy expression's result of the wrong type)."""
+    if value is None:
+        return "null_type"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, datetime.datetime):
+        return "google.protobuf.Timestamp"
+    if isinstance(value, datetime.timedelta):
+        return "google.protobuf.Duration"
+    return type(value).__name__
 
 
 def _kind(value: Any) -> str:

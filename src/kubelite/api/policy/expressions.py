@@ -139,24 +139,3 @@ def evaluate(
 def _charge_frame(budget: Budget, frame: Any, before: int) -> None:
     if frame is not None and frame.cost > before:
         budget.charge(frame.cost - before)
-
-
-def type_name(value: Any) -> str:
-    """cel-go's name of a result's type (for kube's texts)."""
-    if value is None:
-        return NULL
-    if isinstance(value, bool):
-        return BOOL
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return STRING
-    if isinstance(value, bytes):
-        return "bytes"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "map"
-    return type(value).__name__

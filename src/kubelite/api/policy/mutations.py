@@ -24,7 +24,8 @@ import jsonpointer
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.cel.objects import JSON_PATCH, OBJECT, plain, type_errors
 from kubelite.api.cel.objects import type_name as constructed
-from kubelite.api.policy.expressions import Expression, compile_one, declared, type_name
+from kubelite.api.cel.values import type_name
+from kubelite.api.policy.expressions import Expression, compile_one, declared
 from kubelite.api.policy.validator import CompiledPolicy, compile_common
 from kubelite.api.shapes import LIST, MAP, Shape, shape_of
 from kubelite.api.typed import MISSING, TypedError, merge, to_set

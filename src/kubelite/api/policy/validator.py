@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from kubelite.api import cel
 from kubelite.api.cel import authz
 from kubelite.api.cel.composition import Frame, composing
+from kubelite.api.cel.values import type_name
 from kubelite.api.policy.expressions import (
     BOOL,
     NULL,
@@ -33,7 +34,6 @@ from kubelite.api.policy.expressions import (
     compile_variables,
     declared,
     evaluate,
-    type_name,
 )
 
 Obj = dict[str, Any]
