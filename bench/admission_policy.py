@@ -166,10 +166,8 @@ def main() -> int:
             for rnd in range(rounds):
                 base.log(f"round {rnd + 1}/{rounds}")
                 for name, proc in servers.items():
-                    uvloop.run(base.refresh_rvs(proc, names, rvs[name]))
                     rv_file = parent / f"rvs-{name}.txt"
-                    rv_file.write_text("".join(f"{n} {rvs[name][n]}\n" for n in names))
-                    put_args = [proc.token, base.NS_PUT, base.PAYLOAD, str(rv_file)]
+                    put_args = base.cas_args(proc, names, rvs[name], rv_file)
                     put = base.wrk(proc.url, cas, seconds, put_args)
                     assert put.nother == 0, (name, put)
                     figures[name].append(put.rate)

@@ -216,10 +216,7 @@ def main() -> int:
                     if mode == "with":
                         uvloop.run(set_webhook(proc, hook, True))
                     latencies = uvloop.run(sequential_puts(proc, SEQUENTIAL))
-                    uvloop.run(base.refresh_rvs(proc, names, rvs))
-                    rv_file = parent / "rvs.txt"
-                    rv_file.write_text("".join(f"{n} {rvs[n]}\n" for n in names))
-                    put_args = [proc.token, base.NS_PUT, base.PAYLOAD, str(rv_file)]
+                    put_args = base.cas_args(proc, names, rvs, parent / "rvs.txt")
                     cpu = cpu_seconds(proc)
                     put = base.wrk(proc.url, cas, seconds, put_args)
                     cpu = cpu_seconds(proc) - cpu

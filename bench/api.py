@@ -168,10 +168,11 @@ def _spawn(args: list[str], marker: str, data_dir: Path, log_name: str) -> Proc:
 SERVE_ARGS: list[str] = []
 
 
-def start_kubelite(data_dir: Path) -> Proc:
+def start_kubelite(data_dir: Path, *extra: str) -> Proc:
+    """``kubelite serve`` on a free port, with ``--serve-arg``'s and ``extra`` options."""
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [PYTHON, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)]
-    args += SERVE_ARGS
+    args += [*SERVE_ARGS, *extra]
     proc = _spawn(args, "kubelite serving on ", data_dir, "kubelite.log")
     proc.token = (data_dir / "token").read_text().strip()
     return proc
@@ -775,6 +776,17 @@ def throughput(base: Path, sizes: Sizes) -> dict[str, Any]:
         kl.stop()
         echo.stop()
     return {"wrk": figures, "paced": paced, "list": listing, "watch": watch}
+
+
+def cas_args(
+    proc: Proc, names: list[str], rvs: dict[str, str], rv_file: Path, token: str = ""
+) -> list[str]:
+    """wrk's arguments for ``LUA_CAS_PUT`` on the ConfigMaps ``names`` of ``NS_PUT``: their
+    resourceVersions read afresh into ``rvs`` and ``rv_file``; ``token`` (default the admin's)
+    makes the requests."""
+    uvloop.run(refresh_rvs(proc, names, rvs))
+    rv_file.write_text("".join(f"{n} {rvs[n]}\n" for n in names))
+    return [token or proc.token, NS_PUT, PAYLOAD, str(rv_file)]
 
 
 async def refresh_rvs(proc: Proc, names: list[str], rvs: dict[str, str]) -> None:

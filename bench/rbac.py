@@ -38,12 +38,7 @@ RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
 
 
 def start(parent: Path, mode: str) -> base.Proc:
-    data_dir = parent / mode / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    args = [base.PYTHON, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)]
-    args += ["--authorization-mode", mode]
-    proc = base._spawn(args, "kubelite serving on ", data_dir, "kubelite.log")
-    proc.token = (data_dir / "token").read_text().strip()
+    proc = base.start_kubelite(parent / mode / "data", "--authorization-mode", mode)
     base.wait_ready(proc)
     return proc
 
@@ -172,10 +167,8 @@ def main() -> int:
             for rnd in range(rounds):
                 base.log(f"round {rnd + 1}/{rounds}")
                 for mode, proc in servers.items():
-                    uvloop.run(base.refresh_rvs(proc, names, rvs[mode]))
                     rv_file = parent / f"rvs-{mode}.txt"
-                    rv_file.write_text("".join(f"{n} {rvs[mode][n]}\n" for n in names))
-                    put_args = [tokens[mode], base.NS_PUT, base.PAYLOAD, str(rv_file)]
+                    put_args = base.cas_args(proc, names, rvs[mode], rv_file, tokens[mode])
                     put = base.wrk(proc.url, cas, seconds, put_args)
                     get = base.wrk(proc.url, static, seconds, [tokens[mode], "GET", obj, ""])
                     assert put.nother == 0, (mode, put)
