@@ -5,17 +5,16 @@ small authorizer over fixed rule lists."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from rbac_helpers import RulesAuthorizer
 
 from kubelite.api.authn import User
 from kubelite.api.authorizer import Authorizer, Decision
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.reviews import ReviewREST
-from kubelite.api.rbac import rule_allows
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, WriteOptions
 
@@ -24,31 +23,6 @@ AUTHZ = "authorization.k8s.io"
 BOB = User("bob", ("devs", "system:authenticated"), "uid-bob")
 PODS = {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}
 HEALTH = {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/healthz/*"]}
-
-
-@dataclass
-class RulesAuthorizer:
-    """Each user's rules, cluster-wide ("") and per namespace; answers with ``decision`` when
-    set; remembers what it was asked."""
-
-    rules: dict[str, dict[str, list[Obj]]]
-    errors: list[str] = field(default_factory=list)
-    decision: Decision | None = None
-    asked: list[tuple[User, RequestInfo]] = field(default_factory=list)
-
-    def authorize(self, user: User, attrs: RequestInfo) -> Decision:
-        self.asked.append((user, attrs))
-        if self.decision is not None:
-            return self.decision
-        held, _ = self.rules_for(user, attrs.namespace)
-        return Decision(any(rule_allows(attrs, r) for r in held))
-
-    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
-        mine = self.rules.get(user.name, {})
-        held = list(mine.get("", []))
-        if namespace:
-            held += mine.get(namespace, [])
-        return held, list(self.errors)
 
 
 @pytest.fixture(scope="module")

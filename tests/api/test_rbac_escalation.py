@@ -5,19 +5,18 @@ authorizer over fixed rule lists."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from rbac_helpers import RulesAuthorizer
 
 from kubelite.api.authn import ADMIN, User
-from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.objectmeta import replacement
 from kubelite.api.patching import Applied, apply_update, patch_update
-from kubelite.api.rbac import rule_allows
 from kubelite.api.rbaccover import aggregate, breakdown, compact, compact_string, covers, escalation
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
@@ -162,28 +161,6 @@ def test_error_aggregates_read_as_apimachinery_prints_them() -> None:
 # -- the storages --------------------------------------------------------------------------------
 
 
-@dataclass
-class RulesAuthorizer:
-    """An authorizer over fixed rules: each user's cluster-wide rules ("") and per-namespace
-    ones, as RBAC's RulesFor would find them; ``errors`` as resolution errors."""
-
-    rules: dict[str, dict[str, list[Obj]]]
-    errors: list[str] = field(default_factory=list)
-    asked: list[RequestInfo] = field(default_factory=list)
-
-    def authorize(self, user: User, attrs: RequestInfo) -> Decision:
-        self.asked.append(attrs)
-        held, _ = self.rules_for(user, attrs.namespace)
-        return Decision(any(rule_allows(attrs, r) for r in held))
-
-    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
-        mine = self.rules.get(user.name, {})
-        held = list(mine.get("", []))
-        if namespace:
-            held += mine.get(namespace, [])
-        return held, list(self.errors)
-
-
 @pytest.fixture(scope="module")
 def catalogue(tmp_path_factory: pytest.TempPathFactory) -> Catalogue:
     return load_builtin_catalogue(tmp_path_factory.mktemp("cache"))
@@ -320,7 +297,7 @@ async def test_masters_and_a_server_without_authorizer_are_not_checked(rbac: RBA
 async def test_the_escalate_verb_allows_any_rules(rbac: RBACKinds) -> None:
     rbac.authorizer.rules["bob"] = {"": [rule("escalate", "clusterroles", RBAC)]}
     await rbac.create("clusterroles", None, cluster_role("big", STAR))
-    escalate = rbac.authorizer.asked[0]
+    _, escalate = rbac.authorizer.asked[0]
     assert (escalate.verb, escalate.resource, escalate.api_group) == (
         "escalate", "clusterroles", RBAC,
     )  # fmt: skip
@@ -448,7 +425,7 @@ async def test_the_bind_verb_allows_binding_without_holding_the_rules(rbac: RBAC
     rbac.authorizer.rules["bob"] = {"ns1": [ref]}
     # bind needs no role to look up: the binding may come before its role
     await rbac.create("rolebindings", "ns1", binding("b", "ClusterRole", "admin"))
-    bind = rbac.authorizer.asked[-1]
+    _, bind = rbac.authorizer.asked[-1]
     assert (bind.verb, bind.resource, bind.name, bind.namespace, bind.api_version) == (
         "bind", "clusterroles", "admin", "ns1", "*",
     )  # fmt: skip
