@@ -340,8 +340,12 @@ def at(url: str, name: str, mutating: bool = False, **spec: Any) -> Hook:
     return hook(name, mutating, clientConfig={"url": url}, **spec)
 
 
+async def no_namespaces(name: str) -> None:
+    return None
+
+
 def plugins(catalogue: Catalogue, source: FakeSource, client: FakeClient) -> Admission:
-    args: Any = (source, client, None, catalogue)
+    args: Any = (source, client, None, catalogue, no_namespaces)
     return Admission(
         [MutatingWebhooks(*args, default=lambda info, obj: None)], [ValidatingWebhooks(*args)]
     )

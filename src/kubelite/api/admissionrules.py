@@ -38,6 +38,9 @@ EXEMPT_RESOURCES = frozenset(
 NAMESPACES = "namespaces"
 #: (name) -> the labels of that namespace, or None when it does not exist
 NamespaceLabels = Callable[[str], Awaitable[Mapping[str, str] | None]]
+#: (name) -> that Namespace, or None when it does not exist (the server's namespaces held in
+#: memory: ``kubelite.api.policy.NamespaceMirror.get``, kube's namespace lister)
+NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
 
 
 def exempt(attrs: Attributes) -> bool:

@@ -168,10 +168,10 @@ async def assemble(
     await webhook_source.start()
     kinds.webhooks_settled = webhook_source.settled
     registry.admission.mutating.append(
-        MutatingWebhooks(webhook_source, webhooks, registry, catalogue)
+        MutatingWebhooks(webhook_source, webhooks, registry, catalogue, policies.namespaces.get)
     )
     registry.admission.validating.append(
-        ValidatingWebhooks(webhook_source, webhooks, registry, catalogue)
+        ValidatingWebhooks(webhook_source, webhooks, registry, catalogue, policies.namespaces.get)
     )
     rbac = None
     authorizer: Authorizer = AlwaysAllow()

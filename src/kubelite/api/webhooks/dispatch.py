@@ -29,7 +29,7 @@ import orjson
 from jsonpointer import JsonPointerException
 
 from kubelite.api.admission import Attributes, Reinvocation
-from kubelite.api.admissionrules import exempt
+from kubelite.api.admissionrules import NamespaceLookup, exempt
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import GenericStore
 from kubelite.api.registry import Registry
@@ -56,15 +56,16 @@ class _Plugin:
         client: WebhookClient,
         registry: Registry,
         catalogue: Catalogue,
+        namespaces: NamespaceLookup,
     ) -> None:
         self.source = source
         self.client = client
         self.registry = registry
         self.catalogue = catalogue
-        self.namespaces = catalogue.require("", "v1", "namespaces")
+        self.namespaces = namespaces
 
     def matcher(self, attrs: Attributes) -> Matcher:
-        return Matcher(attrs, self.catalogue, self.registry, self.namespaces)
+        return Matcher(attrs, self.catalogue, self.namespaces)
 
 
 class ValidatingWebhooks(_Plugin):
@@ -134,9 +135,10 @@ class MutatingWebhooks(_Plugin):
         client: WebhookClient,
         registry: Registry,
         catalogue: Catalogue,
+        namespaces: NamespaceLookup,
         default: Defaulter | None = None,
     ) -> None:
-        super().__init__(source, client, registry, catalogue)
+        super().__init__(source, client, registry, catalogue, namespaces)
         self.default = default or self._kind_defaults
 
     def _kind_defaults(self, info: ResourceInfo, obj: Obj) -> None:

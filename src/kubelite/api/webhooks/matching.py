@@ -6,8 +6,9 @@ shared/spec/admission.md §1, §5).
 request's resource; with ``matchPolicy: Equivalent`` (the default) also at each resource
 sharing the request's storage (Event at ``v1`` and ``events.k8s.io/v1``, HorizontalPodAutoscaler
 at ``autoscaling/v1`` and ``v2``, each served version of a custom resource), the object then
-converted to that version; then ``namespaceSelector`` (the namespace's labels, read through the
-registry once per write), ``objectSelector`` and ``matchConditions``.
+converted to that version; then ``namespaceSelector`` (the namespace's labels, from the
+server's namespaces held in memory, the admission policies' :class:`NamespaceMirror`),
+``objectSelector`` and ``matchConditions``.
 
 :class:`Views` are kube's versioned attributes: the object and old object in the version an
 invocation names, converted once per version and write. A ``scale`` write is seen as the
@@ -22,13 +23,14 @@ from typing import Any, NamedTuple
 from kubelite.api import errors, scale
 from kubelite.api.admission import Attributes
 from kubelite.api.admissionrules import (
+    NAMESPACES,
+    NamespaceLookup,
     namespace_selected,
     object_selected,
     rule_matches,
 )
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.conversion import ConversionError, to_version
-from kubelite.api.registry import Registry
 from kubelite.api.webhooks.conditions import ConditionError, conditions_match
 from kubelite.api.webhooks.review import Target, admission_request, request_kind
 from kubelite.api.webhooks.source import Hook
@@ -159,11 +161,10 @@ class Matcher:
     namespace's labels it read."""
 
     def __init__(
-        self, attrs: Attributes, catalogue: Catalogue, registry: Registry, namespaces: ResourceInfo
+        self, attrs: Attributes, catalogue: Catalogue, namespaces: NamespaceLookup
     ) -> None:
         self.attrs = attrs
         self.catalogue = catalogue
-        self.registry = registry
         self.namespaces = namespaces
         self._equivalents: list[ResourceInfo] | None = None
         self._labels: dict[str, Mapping[str, str]] = {}
@@ -180,7 +181,9 @@ class Matcher:
         """The labels of namespace ``name``; kube answers 404 when it does not exist."""
         labels = self._labels.get(name)
         if labels is None:
-            namespace = await self.registry.get(self.namespaces, None, name)
+            namespace = await self.namespaces(name)
+            if namespace is None:
+                raise errors.not_found(NAMESPACES, "", name)
             raw = (namespace.get("metadata") or {}).get("labels") or {}
             labels = {str(k): str(v) for k, v in raw.items()}
             self._labels[name] = labels
