@@ -21,6 +21,7 @@ from kubelite.api.authn import ServiceAccountTokens, TokenAuthenticator
 from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
+from kubelite.api.controllers.garbagecollector import GarbageCollector
 from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
@@ -84,6 +85,7 @@ class Assembly:
     policies: AdmissionPolicies | None = None
     #: the admission webhooks in force (followed from the store)
     webhook_source: WebhookSource | None = None
+    garbage_collector: GarbageCollector | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -98,6 +100,8 @@ class Assembly:
         if self.webhooks is not None:
             await self.webhooks.close()
         await self.namespace_controller.close()
+        if self.garbage_collector is not None:
+            await self.garbage_collector.close()
         await self.crd_controller.close()
         await self.caches.close()
 
@@ -163,6 +167,8 @@ async def assemble(
         registry, catalogue, **(namespace_controller_options or {})
     )
     namespace_controller.start()
+    garbage_collector = GarbageCollector(registry, catalogue)
+    garbage_collector.start()
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
@@ -221,6 +227,7 @@ async def assemble(
         webhooks,
         policies,
         webhook_source,
+        garbage_collector,
     )
 
 

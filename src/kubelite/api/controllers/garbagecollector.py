@@ -1,0 +1,476 @@
+"""The garbage collector (kube-controller-manager's, pkg/controller/garbagecollector): deletes
+objects whose owners are gone, and carries out the ``orphan`` and ``foregroundDeletion``
+finalizers a DELETE's propagation policy sets (:mod:`kubelite.api.deletion`).
+
+The graph of owners and dependents is :mod:`kubelite.api.controllers.gcgraph`'s. Two work
+queues, each served by several workers, act on it:
+
+- *attempt to delete* (kube's attemptToDeleteItem): read the item live; if it is gone, so is its
+  node (a virtual delete). An item deleting in the foreground loses its ``foregroundDeletion``
+  finalizer once no dependent blocks it (``blockOwnerDeletion``), and sends the blocking ones to
+  be deleted. Otherwise each ownerReference is read live and classified: *dangling* (404 or
+  another uid: the owner is gone), *waiting* (deleting in the foreground) or *solid*. An item
+  with a solid owner loses only its dangling and waiting references; one whose owners are all
+  waiting and which has dependents itself is deleted in the foreground (its own references
+  unblocked first when a dependent also waits, so two cannot wait for each other); any other is
+  deleted with the policy its finalizers ask for (Orphan, Foreground, else Background).
+- *attempt to orphan*: every dependent of an owner deleting with the ``orphan`` finalizer loses
+  its reference to it, then the owner loses the finalizer.
+
+Every write is a conflict-checked write through the registry: deletes carry the uid and
+resourceVersion the item was read at as preconditions, reference and finalizer removals run in
+the store's optimistic loop against the object's current version (kube's patches), and a
+failed item returns to its queue after a per-item back-off. A cluster-scoped dependent cannot
+name a namespaced owner: such a reference is never resolved (the dependent is never
+collected), and a namespaced owner observed in another namespace than its dependent gets kube's
+``OwnerRefInvalidNamespace`` Warning event on the dependent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import replace
+from enum import Enum
+from typing import Any
+
+from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.controllers.gcgraph import GraphBuilder, Identity, Node, OwnerRef, owner_refs
+from kubelite.api.controllers.workqueue import ShutDown, WorkQueue
+from kubelite.api.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from kubelite.api.errors import APIError
+from kubelite.api.registry import Registry
+from kubelite.api.rest import (
+    BACKGROUND,
+    FOREGROUND,
+    ORPHAN,
+    Context,
+    DeleteOptions,
+    Updater,
+    WriteOptions,
+)
+from kubelite.api.stored import clone, now
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+#: the field manager of its writes, and the source of its events
+MANAGER = "kube-controller-manager"
+COMPONENT = "garbage-collector-controller"
+
+
+class _Action(Enum):
+    FORGET = 0
+    REQUEUE = 1
+
+
+class _VirtualDelete(Exception):
+    """The item is gone; a virtual delete event is queued for the graph."""
+
+
+class _NamespacedOwnerOfClusterScoped(Exception):
+    """A cluster-scoped item names a namespaced owner: retrying cannot resolve it."""
+
+
+class _NoMapping(Exception):
+    """An ownerReference's apiVersion and kind are not served (now)."""
+
+
+class _Unchanged(Exception):
+    """An update function found nothing to change."""
+
+
+class GarbageCollector:
+    """``start()`` runs the collector on the running loop; ``close()`` stops it.
+    ``workers`` per queue (kube runs 20); ``resync_seconds``: how often the served kinds are
+    compared with the monitors (kube asks discovery every 30 s; the catalogue is local)."""
+
+    name = "garbage collector"
+
+    def __init__(
+        self,
+        registry: Registry,
+        catalogue: Catalogue,
+        *,
+        workers: int = 8,
+        resync_seconds: float = 1.0,
+    ) -> None:
+        self.registry = registry
+        self.catalogue = catalogue
+        self.workers = workers
+        self.resync_seconds = resync_seconds
+        self.attempt_to_delete: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_delete")
+        self.attempt_to_orphan: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_orphan")
+        queues = (self.attempt_to_delete, self.attempt_to_orphan)
+        self.graph = GraphBuilder(registry, catalogue, *queues, self._report_invalid)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._synced = asyncio.Event()
+        self._recording: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._tasks:
+            return
+        self.graph.start()
+        self._tasks = [asyncio.get_running_loop().create_task(self._run(), name="kubelite-gc")]
+
+    async def close(self) -> None:
+        self.attempt_to_delete.shut_down()
+        self.attempt_to_orphan.shut_down()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self.graph.close()
+
+    async def wait_synced(self) -> None:
+        """Until the graph holds every object of every kind it monitors and the workers run."""
+        await self._synced.wait()
+
+    def depths(self) -> dict[str, int]:
+        """Each work queue's depth (kube's ``workqueue_depth`` series)."""
+        return {
+            "garbage_collector_graph_changes": self.graph.changes.qsize(),
+            self.attempt_to_delete.name: self.attempt_to_delete.depth,
+            self.attempt_to_orphan.name: self.attempt_to_orphan.depth,
+        }
+
+    async def _run(self) -> None:
+        await self.graph.wait_synced()  # kube's workers start once the monitors are synced
+        loop = asyncio.get_running_loop()
+        for i in range(self.workers):
+            self._tasks.append(loop.create_task(self._delete_worker(), name=f"kubelite-gc-d{i}"))
+            self._tasks.append(loop.create_task(self._orphan_worker(), name=f"kubelite-gc-o{i}"))
+        self._synced.set()
+        log.debug("garbage collector: %d kinds monitored", self.graph.monitor_count)
+        while True:
+            await asyncio.sleep(self.resync_seconds)
+            self.graph.sync_monitors()
+
+    # -- attempt to delete -----------------------------------------------------------------------
+
+    async def _delete_worker(self) -> None:
+        while True:
+            try:
+                item = await self.attempt_to_delete.get()
+            except ShutDown:
+                return
+            action = _Action.REQUEUE
+            try:
+                action = await self._attempt_to_delete_worker(item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("garbage collector: error syncing %s", item.identity)
+            finally:
+                self.attempt_to_delete.done(item)
+            if action is _Action.FORGET:
+                self.attempt_to_delete.forget(item)
+            else:
+                self.attempt_to_delete.add_rate_limited(item)
+
+    async def _attempt_to_delete_worker(self, item: Node) -> _Action:
+        if self.graph.uid_to_node.get(item.identity.uid) is not item:
+            return _Action.FORGET  # replaced or removed since it was queued
+        try:
+            await self._attempt_to_delete_item(item)
+        except (_VirtualDelete, _NamespacedOwnerOfClusterScoped):
+            return _Action.FORGET
+        except (APIError, _NoMapping) as exc:
+            log.debug("garbage collector: %s: %s; retrying", item.identity, exc)
+            return _Action.REQUEUE
+        # a virtual node is looked at again until a monitor observes it (kube issue 56121)
+        return _Action.FORGET if item.observed else _Action.REQUEUE
+
+    async def _attempt_to_delete_item(self, item: Node) -> None:
+        if item.being_deleted and not item.deleting_dependents:
+            return  # on its way out: its dependents are looked at once it is gone
+        latest = await self._read(item.identity)
+        if item.deleting_dependents:
+            await self._process_deleting_dependents(item)
+            return
+        refs = owner_refs(latest["metadata"])
+        if not refs:
+            return
+        solid, dangling, waiting = await self._classify(item, refs)
+        if solid:
+            if dangling or waiting:
+                await self._remove_references(item, {r.uid for r in (*dangling, *waiting)})
+            return
+        if waiting and item.dependents:
+            if any(d.deleting_dependents for d in item.dependents):
+                await self._unblock_references(item)
+            await self._delete(item, latest, FOREGROUND)
+            return
+        finalizers = latest["metadata"].get("finalizers") or ()
+        if ORPHAN_FINALIZER in finalizers:
+            policy = ORPHAN
+        elif FOREGROUND_FINALIZER in finalizers:
+            policy = FOREGROUND
+        else:
+            policy = BACKGROUND
+        await self._delete(item, latest, policy)
+
+    async def _process_deleting_dependents(self, item: Node) -> None:
+        blocking = item.blocking_dependents()
+        if not blocking:
+            await self._remove_finalizer(item, FOREGROUND_FINALIZER)
+            return
+        for dependent in blocking:
+            if not dependent.deleting_dependents:
+                self.attempt_to_delete.add(dependent)
+
+    async def _classify(
+        self, item: Node, refs: tuple[OwnerRef, ...]
+    ) -> tuple[list[OwnerRef], list[OwnerRef], list[OwnerRef]]:
+        """(solid, dangling, waiting-for-dependents) references."""
+        solid: list[OwnerRef] = []
+        dangling: list[OwnerRef] = []
+        waiting: list[OwnerRef] = []
+        for ref in refs:
+            owner = await self._owner(ref, item)
+            if owner is None:
+                dangling.append(ref)
+                continue
+            meta = owner["metadata"]
+            if meta.get("deletionTimestamp") and FOREGROUND_FINALIZER in (
+                meta.get("finalizers") or ()
+            ):
+                waiting.append(ref)
+            else:
+                solid.append(ref)
+        return solid, dangling, waiting
+
+    async def _owner(self, ref: OwnerRef, item: Node) -> Obj | None:
+        """The owner a reference names, read live; None when it is dangling (kube's
+        isDangling, with its absent-owner cache)."""
+        cluster_key = Identity(ref.api_version, ref.kind, "", ref.name, ref.uid)
+        namespaced_key = replace(cluster_key, namespace=item.identity.namespace)
+        if cluster_key in self.graph.absent or namespaced_key in self.graph.absent:
+            return None
+        info = self._info(ref.api_version, ref.kind)
+        if info.namespaced and not item.identity.namespace:
+            raise _NamespacedOwnerOfClusterScoped
+        key = namespaced_key if info.namespaced else cluster_key
+        namespace = item.identity.namespace if info.namespaced else None
+        try:
+            owner = await self.registry.get(info, namespace, ref.name)
+        except APIError as exc:
+            if exc.code != 404:
+                raise
+            self.graph.absent.add(key)
+            return None
+        if owner["metadata"].get("uid") != ref.uid:
+            self.graph.absent.add(key)
+            return None
+        return owner
+
+    # -- attempt to orphan -----------------------------------------------------------------------
+
+    async def _orphan_worker(self) -> None:
+        while True:
+            try:
+                owner = await self.attempt_to_orphan.get()
+            except ShutDown:
+                return
+            action = _Action.REQUEUE
+            try:
+                await self._orphan(owner)
+                action = _Action.FORGET
+            except asyncio.CancelledError:
+                raise
+            except (APIError, _NoMapping) as exc:
+                log.debug("garbage collector: orphaning for %s: %s", owner.identity, exc)
+            except Exception:
+                log.exception("garbage collector: orphaning for %s failed", owner.identity)
+            finally:
+                self.attempt_to_orphan.done(owner)
+            if action is _Action.FORGET:
+                self.attempt_to_orphan.forget(owner)
+            else:
+                self.attempt_to_orphan.add_rate_limited(owner)
+
+    async def _orphan(self, owner: Node) -> None:
+        uid = owner.identity.uid
+
+        async def orphan(dependent: Node) -> None:
+            with contextlib.suppress(_VirtualDelete):
+                await self._remove_references(dependent, {uid})
+
+        await asyncio.gather(*(orphan(d) for d in list(owner.dependents)))
+        await self._remove_finalizer(owner, ORPHAN_FINALIZER)
+
+    # -- reads and writes ------------------------------------------------------------------------
+
+    def _info(self, api_version: str, kind: str) -> ResourceInfo:
+        info = self.catalogue.lookup_api_version(api_version, kind)
+        if info is None:
+            raise _NoMapping(f"no kind {kind!r} is served at {api_version!r}")
+        return info
+
+    def _namespace(self, info: ResourceInfo, identity: Identity) -> str | None:
+        return identity.namespace if info.namespaced else None
+
+    async def _read(self, identity: Identity) -> Obj:
+        """The item, live; a virtual delete (and :class:`_VirtualDelete`) when it is gone."""
+        info = self._info(identity.api_version, identity.kind)
+        if info.namespaced and not identity.namespace:
+            # a namespaced owner named by a cluster-scoped dependent: it has no coordinates
+            raise _NamespacedOwnerOfClusterScoped
+        try:
+            obj = await self.registry.get(info, self._namespace(info, identity), identity.name)
+        except APIError as exc:
+            if exc.code != 404:
+                raise
+            obj = None
+        if obj is None or obj["metadata"].get("uid") != identity.uid:
+            self.graph.enqueue_virtual_delete(identity)
+            raise _VirtualDelete
+        return obj
+
+    async def _delete(self, item: Node, latest: Obj, policy: str) -> None:
+        """DELETE with the item's uid and the resourceVersion it was read at as preconditions;
+        on a conflict where only the version moved (the references are the same), again
+        without the version (kube's deleteObject)."""
+        identity = item.identity
+        info = self._info(identity.api_version, identity.kind)
+        namespace = self._namespace(info, identity)
+        meta = latest["metadata"]
+        options = DeleteOptions(
+            precondition_uid=identity.uid,
+            precondition_resource_version=str(meta.get("resourceVersion") or ""),
+            propagation_policy=policy,
+        )
+        try:
+            await self.registry.delete(info, namespace, identity.name, options)
+        except APIError as exc:
+            if exc.code == 404:
+                self.graph.enqueue_virtual_delete(identity)
+                raise _VirtualDelete from exc
+            if exc.code != 409:
+                raise
+            live = await self._read(identity)
+            if live["metadata"].get("ownerReferences") != meta.get("ownerReferences"):
+                raise
+            options = options._replace(precondition_resource_version="")
+            await self.registry.delete(info, namespace, identity.name, options)
+
+    async def _update(self, item: Node, change: Any) -> None:
+        """Apply ``change`` (the item's metadata, changed in place; :class:`_Unchanged` when
+        there is nothing to do) in the store's optimistic loop, as a patch would; the item gone
+        or replaced is a :class:`_VirtualDelete`."""
+        identity = item.identity
+        info = self._info(identity.api_version, identity.kind)
+        storage = self.registry.storage(info)
+        assert isinstance(storage, Updater)
+
+        async def updated(current: Obj | None) -> Obj:
+            if current is None or current["metadata"].get("uid") != identity.uid:
+                raise _VirtualDelete
+            obj = clone(current)
+            change(obj["metadata"])
+            return obj
+
+        ctx = Context(self._namespace(info, identity))
+        try:
+            await storage.update(ctx, identity.name, updated, WriteOptions(field_manager=MANAGER))
+        except _Unchanged:
+            return
+        except _VirtualDelete:
+            self.graph.enqueue_virtual_delete(identity)
+            raise
+        except APIError as exc:
+            if exc.code != 404:
+                raise
+            self.graph.enqueue_virtual_delete(identity)
+            raise _VirtualDelete from exc
+
+    async def _remove_references(self, item: Node, uids: set[str]) -> None:
+        def remove(meta: Obj) -> None:
+            refs = meta.get("ownerReferences") or []
+            kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") in uids)]
+            if len(kept) == len(refs):
+                raise _Unchanged
+            if kept:
+                meta["ownerReferences"] = kept
+            else:
+                meta.pop("ownerReferences", None)
+
+        await self._update(item, remove)
+
+    async def _unblock_references(self, item: Node) -> None:
+        def unblock(meta: Obj) -> None:
+            refs = meta.get("ownerReferences") or []
+            blocked = [r for r in refs if isinstance(r, dict) and r.get("blockOwnerDeletion")]
+            if not blocked:
+                raise _Unchanged
+            for ref in blocked:
+                ref["blockOwnerDeletion"] = False
+
+        await self._update(item, unblock)
+
+    async def _remove_finalizer(self, item: Node, finalizer: str) -> None:
+        def remove(meta: Obj) -> None:
+            finalizers = meta.get("finalizers") or []
+            if finalizer not in finalizers:
+                raise _Unchanged
+            kept = [f for f in finalizers if f != finalizer]
+            if kept:
+                meta["finalizers"] = kept
+            else:
+                meta.pop("finalizers", None)
+
+        with contextlib.suppress(_VirtualDelete):  # gone already: nothing to release
+            await self._update(item, remove)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _report_invalid(self, node: Node, owner_uid: str) -> None:
+        """kube's OwnerRefInvalidNamespace Warning event on ``node``, for its reference to
+        ``owner_uid``."""
+        ref = next((r for r in node.owners if r.uid == owner_uid), None)
+        if ref is None:
+            return
+        identity = node.identity
+        invalid = Identity(ref.api_version, ref.kind, identity.namespace, ref.name, ref.uid)
+        message = f'ownerRef {invalid} does not exist in namespace "{identity.namespace}"'
+        task = asyncio.get_running_loop().create_task(
+            self._record(identity, "OwnerRefInvalidNamespace", message)
+        )
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+
+    async def _record(self, about: Identity, reason: str, message: str) -> None:
+        info = self.catalogue.lookup("", "v1", "events")
+        if info is None:
+            return
+        stamp = now()
+        involved = {"kind": about.kind, "name": about.name, "uid": about.uid}
+        if about.namespace:
+            involved["namespace"] = about.namespace
+        involved["apiVersion"] = about.api_version
+        namespace = about.namespace or "default"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{about.name}.{time.time_ns():x}", "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "type": "Warning",
+            "eventTime": None,
+            "reportingComponent": COMPONENT,
+            "reportingInstance": "",
+        }
+        try:
+            await self.registry.create(info, namespace, event, field_manager=MANAGER)
+        except APIError as exc:
+            log.debug("garbage collector: event not recorded: %s", exc)
