@@ -19,17 +19,26 @@ from kubelite.api.cel.values import CompileError
 MAX_EXPRESSION_LENGTH = 10_000
 
 
+#: cel-go's longest snippet (in UTF-8 bytes) shown under an issue
+_MAX_SNIPPET = 16384
+
+
 def _issue(source: str, pos: int, message: str) -> str:
-    """One cel-go issue: ``ERROR: <input>:line:col: message`` and the snippet with a caret."""
+    """One cel-go issue: ``ERROR: <input>:line:col: message`` and the snippet with a caret
+    (cel-go's wide dot U+FF0E under each character that is more than one byte in UTF-8, and
+    its wide caret U+FF3E under one)."""
     line_start = source.rfind("\n", 0, pos) + 1
     line_end = source.find("\n", pos)
     line = source[line_start : line_end if line_end >= 0 else len(source)]
     column = pos - line_start
     number = source.count("\n", 0, pos) + 1
+    head = f"ERROR: <input>:{number}:{column + 1}: {message}"
+    if len(line.encode("utf-8", "surrogatepass")) > _MAX_SNIPPET:
+        return head
     snippet = line.replace("\t", " ")
-    return (
-        f"ERROR: <input>:{number}:{column + 1}: {message}\n | {snippet}\n | " + "." * column + "^"
-    )
+    dots = "".join("." if ord(c) < 0x80 else "\uff0e" for c in snippet[:column])
+    caret = "\uff3e" if column < len(snippet) and ord(snippet[column]) >= 0x80 else "^"
+    return f"{head}\n | {snippet}\n | {dots}{caret}"
 
 
 def _parse_error(source: str, exc: Exception) -> str:

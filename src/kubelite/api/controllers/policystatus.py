@@ -4,9 +4,12 @@ a policy whose ``metadata.generation`` it has not observed gets ``status.observe
 and ``status.typeChecking``, so clients can wait until a policy change is in force.
 
 kube type-checks each expression against the schema of the kinds the policy matches and lists
-what does not check as ``typeChecking.expressionWarnings``. kubelite's CEL has no schema-aware
-checker (expressions that cannot compile are refused when the policy is written), so
-``typeChecking`` carries no warnings: ``{}``, as kube writes it for a policy without any.
+what does not check as ``typeChecking.expressionWarnings``. kubelite's check
+(:mod:`kubelite.api.policy.typechecking`) finds the undefined field references among those, in
+kube's texts, against the kinds of the catalogue this controller shares with the CRD controller
+(so custom kinds are typed from their CRD's schema once it is served); a policy without any
+gets ``typeChecking: {}``, as kube writes it. Like kube's, the check runs when the controller
+observes a new generation, not again when the schemas change.
 The write is a conflict-checked update of the ``status`` subresource by this controller's field
 manager (kube applies the status with server-side apply; the result is the same status).
 """
@@ -19,6 +22,7 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.passes import PassController
 from kubelite.api.errors import APIError
+from kubelite.api.policy.typechecking import check_policy
 from kubelite.api.registry import Registry
 from kubelite.api.rest import Context, Updater, WriteOptions
 from kubelite.api.stored import clone
@@ -34,6 +38,8 @@ class PolicyStatusController(PassController):
 
     def __init__(self, registry: Registry, catalogue: Catalogue) -> None:
         super().__init__(registry, catalogue.require(GROUP, "v1", "validatingadmissionpolicies"))
+        #: the kinds served, custom ones included (the CRD controller adds them to it)
+        self.catalogue = catalogue
 
     async def run_pass(self) -> tuple[bool, bool]:
         listing = await self.registry.list(self.info, None)
@@ -54,7 +60,7 @@ class PolicyStatusController(PassController):
     async def _observe(self, name: str) -> None:
         storage = self.registry.storage(self.info, "status")
         assert isinstance(storage, Updater)
-        info = self.info
+        info, catalogue = self.info, self.catalogue
 
         async def observed(current: Obj | None) -> Obj:
             if current is None:
@@ -63,7 +69,8 @@ class PolicyStatusController(PassController):
             status = updated.get("status")
             status = dict(status) if isinstance(status, dict) else {}
             status["observedGeneration"] = current["metadata"].get("generation", 0)
-            status["typeChecking"] = {}
+            warnings = check_policy(current, catalogue)
+            status["typeChecking"] = {"expressionWarnings": warnings} if warnings else {}
             updated["status"] = status
             return updated
 
