@@ -60,6 +60,8 @@ Obj = dict[str, Any]
 #: the field manager of its writes, and the source of its events
 MANAGER = "kube-controller-manager"
 COMPONENT = "garbage-collector-controller"
+#: how long the workers wait for the monitors' first lists
+SYNC_TIMEOUT = 30.0
 
 
 class _Action(Enum):
@@ -140,7 +142,12 @@ class GarbageCollector:
         }
 
     async def _run(self) -> None:
-        await self.graph.wait_synced()  # kube's workers start once the monitors are synced
+        # the workers start once the monitors have listed their kinds, or (a kind that cannot
+        # be listed, say its conversion webhook is down) after SYNC_TIMEOUT, as kube's do
+        try:
+            await asyncio.wait_for(self.graph.wait_synced(), SYNC_TIMEOUT)
+        except TimeoutError:
+            log.warning("garbage collector: not every kind could be listed; collecting anyway")
         loop = asyncio.get_running_loop()
         for i in range(self.workers):
             self._tasks.append(loop.create_task(self._delete_worker(), name=f"kubelite-gc-d{i}"))
