@@ -5,7 +5,8 @@ configuration kinds, against every mutating policy that has bindings.
 
 For each policy whose ``matchConstraints`` match, each binding whose ``matchResources`` match
 and each of its params: the ``matchConditions``, then each mutation in order
-(:mod:`.mutations`) on the object as it stands, at the version the policy matched. Errors
+(:mod:`.mutations`) on the object as it stands, at the version the policy matched (one that
+fails changes nothing and the next is still applied). Errors
 (configuration, conditions, evaluation, patches) are collected; under failurePolicy ``Fail``
 the first refuses the write: 403 with reason ``Invalid`` and the message ``policy '<p>' with
 binding '<b>' denied request: <error>`` (``policy "<p>" denied request: failed to configure
@@ -106,9 +107,9 @@ class MutatingPolicyAdmission(PolicyAdmission):
             state.require_reinvoking()
         try:
             for compiled, binding, matched, param in invocations:
-                error = await self._invoke(run, context, state, compiled, binding, matched, param)
-                if error is not None and compiled.failure_policy != IGNORE:
-                    failures.append(_Error(compiled.name, _name(binding), error))
+                found = await self._invoke(run, context, state, compiled, binding, matched, param)
+                if compiled.failure_policy != IGNORE:
+                    failures.extend(_Error(compiled.name, _name(binding), e) for e in found)
         finally:
             state.last_output = clone(attrs.obj)
         if failures:
@@ -123,36 +124,37 @@ class MutatingPolicyAdmission(PolicyAdmission):
         binding: Obj,
         matched: Matched,
         param: Obj | None,
-    ) -> str | None:
-        """One (policy, binding, param): its conditions and mutations; the error, if any."""
+    ) -> list[str]:
+        """One (policy, binding, param): its conditions and mutations; their errors. A mutation
+        that fails leaves the object as it was and the next one is still applied, as kube's
+        dispatcher goes on to the next mutation after recording the error."""
         attrs = run.attrs
         before = versioned(attrs.obj, attrs, matched)
         assert before is not None
         activation = {**await run.activation(matched), OBJECT: before, PARAMS: param}
         failed = match_conditions(Evaluation(compiled, activation, run.checks))
         if failed == "":
-            return None
+            return []
         if failed is not None:
-            return failed
+            return [failed]
         key = (compiled.name, _name(binding), *_param_key(param))
         if context.is_reinvoke and key not in state.reinvoke:
-            return None
+            return []
         current = before
-        error = None
+        found: list[str] = []
         for mutation in compiled.mutations:
             activation = {**activation, OBJECT: current}
             try:
                 current = self._mutate(compiled, mutation, activation, run, matched, current)
             except (MutationError, EvaluationError) as exc:
-                error = str(exc)
-                break
+                found.append(str(exc))
         if current != before:
             self._store(attrs, matched, current)
             state.require_reinvoking()
             context.should_reinvoke = True
         if compiled.reinvocation == IF_NEEDED:
             state.invoked.add(key)
-        return error
+        return found
 
     def _mutate(
         self,
