@@ -147,6 +147,26 @@ def test_the_admission_review_sent_for_create_update_and_delete(
     assert request["options"] == {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
 
 
+def test_a_namespace_is_sent_as_its_own_namespace(server: Server, hooks: WebhookServer) -> None:
+    """kube's admission attributes of a Namespace carry its name as their namespace (the
+    RequestInfo of ``/api/v1/namespaces/<n>``, the create handler's ``namespace = name``), so
+    the AdmissionRequest names it in ``namespace`` too."""
+    hooks.handlers["/ns"] = allow
+    rule = {**CONFIGMAP_RULE, "resources": ["namespaces"], "scope": "Cluster"}
+    validating(server, "ns", webhook("ns.example.com", hooks.url_config("/ns"), rules=[rule]))
+    code, made = server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    assert code == 201, made
+    made["metadata"]["labels"] = {"a": "b"}
+    assert server.request("PUT", "/api/v1/namespaces/team", made)[0] == 200
+    assert server.request("DELETE", "/api/v1/namespaces/team")[0] == 200
+    requests = [call.review["request"] for call in hooks.calls_to("/ns")]  # type: ignore[index]
+    assert [(r["operation"], r.get("namespace"), r["name"]) for r in requests] == [
+        ("CREATE", "team", "team"),
+        ("UPDATE", "team", "team"),
+        ("DELETE", "team", "team"),
+    ]
+
+
 def test_a_configuration_is_in_force_once_its_write_answers(
     server: Server, hooks: WebhookServer
 ) -> None:
