@@ -19,6 +19,7 @@ import pytest
 from harness import Server, start_server, stop_server
 from test_audit_log import events_of
 from test_metrics_endpoint import raw_request
+from test_rbac_http import RBAC, binding, create, role, user, user_token
 from webhookserver import Reply, WebhookServer, allow, review_answer, webhook_server
 
 from etcdcluster import EtcdCluster
@@ -654,6 +655,41 @@ def test_match_conditions(server: Server, hooks: WebhookServer) -> None:
                                              matchConditions=conditions))  # fmt: skip
     assert create_cm(server, "xa")[0] == 400
     assert create_cm(server, "ya")[0] == 201
+    assert len(hooks.calls_to("/deny")) == 1
+
+
+def test_match_conditions_ask_the_authorizer(server: Server, hooks: WebhookServer) -> None:
+    """kube's webhook match conditions have ``authorizer`` (the documented break-glass
+    condition): checks for the request's user through the server's authorizer."""
+    hooks.handlers["/deny"] = _deny
+    breakglass = (
+        "!authorizer.group('admissionregistration.k8s.io')"
+        ".resource('validatingwebhookconfigurations').name('glass.example.com')"
+        ".check('breakglass').allowed()"
+    )
+    conditions = [
+        {"name": "breakglass", "expression": breakglass},
+        {
+            "name": "may-create",
+            "expression": "authorizer.requestResource.check('create').allowed()",
+        },
+    ]
+    validating(server, "glass", webhook("glass.example.com", hooks.url_config("/deny"),
+                                        matchConditions=conditions))  # fmt: skip
+    # the administrator (system:masters) may break the glass: the webhook is not called
+    assert create_cm(server, "by-admin")[0] == 201
+    assert hooks.calls_to("/deny") == []
+    # a user who may only create configmaps meets the webhook
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]
+    create(server, f"{RBAC}/namespaces/default/roles", role("cm-writer", rules))
+    create(
+        server,
+        f"{RBAC}/namespaces/default/rolebindings",
+        binding("cm-writer", "Role", "cm-writer", [user("dev")], "default"),
+    )
+    token = user_token(server, "dev")
+    code, answer = server.request("POST", CMS, configmap("by-dev"), token=token)
+    assert code == 400, answer
     assert len(hooks.calls_to("/deny")) == 1
 
 
