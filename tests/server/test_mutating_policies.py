@@ -214,3 +214,63 @@ def test_a_failing_mutation_does_not_stop_the_next_ones(server: Server) -> None:
     assert "missing" in causes[0]
     assert "gone" in causes[1]
     assert refused["message"] == causes[0]
+
+
+SCALE_CAP = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: scale-cap
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["UPDATE"]
+      resources: ["deployments/scale"]
+  matchConditions:
+  - name: a-scale
+    expression: "object.kind == 'Scale' && object.spec.replicas > 3"
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: PATCH_TYPE
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: scale-cap
+spec:
+  policyName: scale-cap
+"""
+SCALE_MUTATIONS = {
+    "ApplyConfiguration": """
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{replicas: 3}}"
+""",
+    "JSONPatch": """
+    jsonPatch:
+      expression: "[JSONPatch{op: 'replace', path: '/spec/replicas', value: 3}]"
+""",
+}
+
+
+def test_a_scale_write_is_mutated_as_a_scale(server: Server) -> None:
+    """kube mutates the ``autoscaling/v1`` Scale of a scale write; its replicas reach the
+    deployment."""
+    for patch_type, mutation in SCALE_MUTATIONS.items():
+        name = f"web-{patch_type.lower()}"
+        policy = SCALE_CAP.replace("PATCH_TYPE", patch_type).replace(
+            "  mutations:\n  - patchType: " + patch_type + "\n",
+            "  mutations:\n  - patchType: " + patch_type + mutation,
+        )
+        server.kubectl("apply", "-f", "-", input=policy)
+        assert server.request("POST", DEPLOYMENTS, deployment(name))[0] == 201
+        path = f"{DEPLOYMENTS}/{name}/scale"
+        patch = {"spec": {"replicas": 7}}
+        code, scaled = server.request("PATCH", path, patch, "application/merge-patch+json")
+        assert code == 200, scaled
+        assert scaled["kind"] == "Scale"
+        assert scaled["spec"] == {"replicas": 3}
+        stored = server.request("GET", f"{DEPLOYMENTS}/{name}")[1]
+        assert stored["spec"]["replicas"] == 3  # type: ignore[index]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api import conversion, errors
+from kubelite.api import conversion, errors, scale
 from kubelite.api.admission import CREATE, UPDATE, Attributes, Reinvocation
 from kubelite.api.admissionrules import exempt
 from kubelite.api.errors import APIError
@@ -37,7 +37,13 @@ from kubelite.api.policy.mutations import (
     apply_configuration,
     json_patch,
 )
-from kubelite.api.policy.validating import PolicyAdmission, PolicyRun, request_name, versioned
+from kubelite.api.policy.validating import (
+    SCALE,
+    PolicyAdmission,
+    PolicyRun,
+    request_name,
+    versioned,
+)
 from kubelite.api.policy.validator import IGNORE, RUNTIME_BUDGET, Evaluation, match_conditions
 from kubelite.api.stored import clone
 
@@ -169,11 +175,14 @@ class MutatingPolicyAdmission(PolicyAdmission):
             raise MutationError(mutation.expression.error)
         evaluation = Evaluation(compiled, activation, run.checks)
         result = evaluation.run(mutation.expression, Budget(RUNTIME_BUDGET))
+        on_scale = run.attrs.subresource == SCALE
         if mutation.patch_type == APPLY_CONFIGURATION:
-            patched = apply_configuration(current, result, matched.info)
+            shape = scale.SCALE_INFO if on_scale else matched.info
+            patched = apply_configuration(current, result, shape)
         else:
             patched = json_patch(current, result)
-        self._default(matched, patched)
+        if not on_scale:  # a Scale has no defaults
+            self._default(matched, patched)
         return patched
 
     def _default(self, matched: Matched, obj: Obj) -> None:
@@ -187,6 +196,10 @@ class MutatingPolicyAdmission(PolicyAdmission):
     def _store(attrs: Attributes, matched: Matched, new: Obj) -> None:
         """The mutated object back into the write, at the request's version, in place."""
         assert attrs.obj is not None
+        if attrs.subresource == SCALE:  # the Scale's replicas onto the parent (kube's scale)
+            replicas = (new.get("spec") or {}).get("replicas")
+            scale.set_path(attrs.obj, scale.scale_paths(attrs.info)[0], replicas)
+            return
         if matched.info is not attrs.info and not attrs.subresource:
             new = conversion.to_version(new, attrs.info.api_version, builtin=attrs.info.builtin)
         attrs.obj.clear()
