@@ -120,8 +120,9 @@ def test_the_admission_review_sent_for_create_update_and_delete(
         "operation": "CREATE",
         "oldObject": None,
         "dryRun": False,
-        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager":
-                    "Python-urllib"},
+        # the options as the client sent them: no fieldManager (the User-Agent's is kubelite's
+        # choice for managedFields, not an option), as kube's create handler passes them
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
     }  # fmt: skip
     assert request["userInfo"]["username"] == "kubelite-admin"
     assert "system:masters" in request["userInfo"]["groups"]
@@ -146,6 +147,33 @@ def test_the_admission_review_sent_for_create_update_and_delete(
     assert request["object"] is None
     assert request["oldObject"]["data"] == {"k": "v"}
     assert request["options"] == {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+
+
+def test_the_options_sent_are_the_clients(server: Server, hooks: WebhookServer) -> None:
+    """AdmissionRequest.options: the CreateOptions, UpdateOptions (a patch's too) and
+    DeleteOptions the client sent, as kube's handlers pass them to admission."""
+    hooks.handlers["/check"] = allow
+    validating(server, "watch", webhook("watch.example.com", hooks.url_config("/check")))
+    query = "?fieldManager=me&fieldValidation=Strict"
+    assert server.request("POST", f"{CMS}{query}", configmap("a"))[0] == 201
+    patch = {"data": {"k": "v"}}
+    code, _ = server.request("PATCH", f"{CMS}/a?fieldManager=patcher", patch,
+                             "application/merge-patch+json")  # fmt: skip
+    assert code == 200
+    current = server.request("GET", f"{CMS}/a")[1]
+    body = {
+        "propagationPolicy": "Background",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": current["metadata"]["uid"]},
+    }  # type: ignore[index]
+    assert server.request("DELETE", f"{CMS}/a", body)[0] == 200
+    sent = [call.review["request"]["options"] for call in hooks.calls_to("/check")]  # type: ignore[index]
+    meta = {"apiVersion": "meta.k8s.io/v1"}
+    assert sent == [
+        {"kind": "CreateOptions", **meta, "fieldManager": "me", "fieldValidation": "Strict"},
+        {"kind": "UpdateOptions", **meta, "fieldManager": "patcher"},
+        {"kind": "DeleteOptions", **meta, **body},
+    ]
 
 
 def test_a_namespace_is_sent_as_its_own_namespace(server: Server, hooks: WebhookServer) -> None:

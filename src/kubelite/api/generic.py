@@ -227,6 +227,7 @@ class GenericStore:
         attrs = Attributes(
             CREATE, info, namespace, name, obj, None, ctx.user, "", opts.dry_run,
             ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+            options=opts.sent,
         )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, obj, opts)
@@ -323,6 +324,7 @@ class GenericStore:
         attrs = Attributes(
             UPDATE, info, namespace, name, new, current, ctx.user, subresource, opts.dry_run,
             ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+            options=opts.sent,
         )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, new, opts)
@@ -392,6 +394,7 @@ class GenericStore:
             attrs = Attributes(
                 DELETE, self.info, namespace, name, None, current, ctx.user, "",
                 opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations,
+                options=opts.sent,
             )  # fmt: skip
             if admission.mutating:
                 await admission.admit(attrs)
