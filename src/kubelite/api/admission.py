@@ -71,16 +71,6 @@ class Attributes(NamedTuple):
     options: dict[str, Any] | None = None
 
 
-def request_namespace(info: ResourceInfo, namespace: str | None, name: str) -> str | None:
-    """The namespace of a write as kube's admission attributes carry it: the request's, and
-    for a Namespace itself its own name (kube's RequestInfo reads ``/api/v1/namespaces/<n>``
-    so, and its create handler sets it from the object's name), which webhooks see as
-    ``request.namespace`` and policies as ``request.namespace``."""
-    if info.group == "" and info.plural == "namespaces":
-        return name or None
-    return namespace
-
-
 class MutatingPlugin(Protocol):
     async def admit(self, attrs: Attributes) -> None:
         """Change ``attrs.obj`` in place, or raise to refuse."""

@@ -37,14 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from kubelite.api import deletion, errors, managedfields, metavalidation, objectmeta
 from kubelite.api import resourceversion as rv
-from kubelite.api.admission import (
-    CREATE,
-    DELETE,
-    UPDATE,
-    Admission,
-    Attributes,
-    request_namespace,
-)
+from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
+from kubelite.api.admissionrules import request_namespace
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
