@@ -388,6 +388,40 @@ def test_a_delete_is_validated_with_its_old_object_and_warned(server: Server) ->
     )
 
 
+def test_a_scale_write_is_validated_as_a_scale(server: Server) -> None:
+    """kube's scale endpoint admits the ``autoscaling/v1`` Scale, old and new: a policy on
+    ``deployments/scale`` sees Scales, not Deployments."""
+    rules = [
+        {
+            "apiGroups": ["apps"],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["deployments/scale"],
+        }
+    ]
+    check = {
+        "expression": "object.spec.replicas <= oldObject.spec.replicas + 1",
+        "messageExpression": "object.apiVersion + ' ' + object.kind + ' ' + oldObject.kind"
+        " + ' ' + object.status.selector",
+    }
+    spec = {"matchConstraints": {"resourceRules": rules}, "validations": [check]}
+    made(server, POLICIES, {"metadata": {"name": "scale"}, "spec": spec})
+    made(server, BINDINGS, binding("scale", "scale"))
+    made(server, DEPLOYMENTS, deployment("web"))
+    path = f"{DEPLOYMENTS}/web/scale"
+    patch = {"spec": {"replicas": 5}}
+    code, refused = server.request("PATCH", path, patch, "application/merge-patch+json")
+    assert code == 422, refused
+    assert refused["message"] == (
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'scale' with binding "
+        "'scale' denied request: autoscaling/v1 Scale Scale app=web"
+    )
+    patch = {"spec": {"replicas": 2}}
+    code, scaled = server.request("PATCH", path, patch, "application/merge-patch+json")
+    assert code == 200, scaled
+    assert scaled["spec"] == {"replicas": 2}
+
+
 def test_kubectl_waits_for_the_status_controller_to_observe_a_policy(server: Server) -> None:
     """kube's status controller writes ``status.observedGeneration`` (and a warning-free
     ``typeChecking``) for each generation; clients wait on it."""

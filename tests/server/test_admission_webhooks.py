@@ -19,6 +19,7 @@ import pytest
 from harness import Server, start_server, stop_server
 from test_audit_log import events_of
 from test_metrics_endpoint import raw_request
+from test_rbac_http import RBAC, binding, create, role, user, user_token
 from webhookserver import Reply, WebhookServer, allow, review_answer, webhook_server
 
 from etcdcluster import EtcdCluster
@@ -119,8 +120,9 @@ def test_the_admission_review_sent_for_create_update_and_delete(
         "operation": "CREATE",
         "oldObject": None,
         "dryRun": False,
-        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager":
-                    "Python-urllib"},
+        # the options as the client sent them: no fieldManager (the User-Agent's is kubelite's
+        # choice for managedFields, not an option), as kube's create handler passes them
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
     }  # fmt: skip
     assert request["userInfo"]["username"] == "kubelite-admin"
     assert "system:masters" in request["userInfo"]["groups"]
@@ -145,6 +147,53 @@ def test_the_admission_review_sent_for_create_update_and_delete(
     assert request["object"] is None
     assert request["oldObject"]["data"] == {"k": "v"}
     assert request["options"] == {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+
+
+def test_the_options_sent_are_the_clients(server: Server, hooks: WebhookServer) -> None:
+    """AdmissionRequest.options: the CreateOptions, UpdateOptions (a patch's too) and
+    DeleteOptions the client sent, as kube's handlers pass them to admission."""
+    hooks.handlers["/check"] = allow
+    validating(server, "watch", webhook("watch.example.com", hooks.url_config("/check")))
+    query = "?fieldManager=me&fieldValidation=Strict"
+    assert server.request("POST", f"{CMS}{query}", configmap("a"))[0] == 201
+    patch = {"data": {"k": "v"}}
+    code, _ = server.request("PATCH", f"{CMS}/a?fieldManager=patcher", patch,
+                             "application/merge-patch+json")  # fmt: skip
+    assert code == 200
+    current = server.request("GET", f"{CMS}/a")[1]
+    body = {
+        "propagationPolicy": "Background",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": current["metadata"]["uid"]},
+    }  # type: ignore[index]
+    assert server.request("DELETE", f"{CMS}/a", body)[0] == 200
+    sent = [call.review["request"]["options"] for call in hooks.calls_to("/check")]  # type: ignore[index]
+    meta = {"apiVersion": "meta.k8s.io/v1"}
+    assert sent == [
+        {"kind": "CreateOptions", **meta, "fieldManager": "me", "fieldValidation": "Strict"},
+        {"kind": "UpdateOptions", **meta, "fieldManager": "patcher"},
+        {"kind": "DeleteOptions", **meta, **body},
+    ]
+
+
+def test_a_namespace_is_sent_as_its_own_namespace(server: Server, hooks: WebhookServer) -> None:
+    """kube's admission attributes of a Namespace carry its name as their namespace (the
+    RequestInfo of ``/api/v1/namespaces/<n>``, the create handler's ``namespace = name``), so
+    the AdmissionRequest names it in ``namespace`` too."""
+    hooks.handlers["/ns"] = allow
+    rule = {**CONFIGMAP_RULE, "resources": ["namespaces"], "scope": "Cluster"}
+    validating(server, "ns", webhook("ns.example.com", hooks.url_config("/ns"), rules=[rule]))
+    code, made = server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    assert code == 201, made
+    made["metadata"]["labels"] = {"a": "b"}
+    assert server.request("PUT", "/api/v1/namespaces/team", made)[0] == 200
+    assert server.request("DELETE", "/api/v1/namespaces/team")[0] == 200
+    requests = [call.review["request"] for call in hooks.calls_to("/ns")]  # type: ignore[index]
+    assert [(r["operation"], r.get("namespace"), r["name"]) for r in requests] == [
+        ("CREATE", "team", "team"),
+        ("UPDATE", "team", "team"),
+        ("DELETE", "team", "team"),
+    ]
 
 
 def test_a_configuration_is_in_force_once_its_write_answers(
@@ -634,6 +683,41 @@ def test_match_conditions(server: Server, hooks: WebhookServer) -> None:
                                              matchConditions=conditions))  # fmt: skip
     assert create_cm(server, "xa")[0] == 400
     assert create_cm(server, "ya")[0] == 201
+    assert len(hooks.calls_to("/deny")) == 1
+
+
+def test_match_conditions_ask_the_authorizer(server: Server, hooks: WebhookServer) -> None:
+    """kube's webhook match conditions have ``authorizer`` (the documented break-glass
+    condition): checks for the request's user through the server's authorizer."""
+    hooks.handlers["/deny"] = _deny
+    breakglass = (
+        "!authorizer.group('admissionregistration.k8s.io')"
+        ".resource('validatingwebhookconfigurations').name('glass.example.com')"
+        ".check('breakglass').allowed()"
+    )
+    conditions = [
+        {"name": "breakglass", "expression": breakglass},
+        {
+            "name": "may-create",
+            "expression": "authorizer.requestResource.check('create').allowed()",
+        },
+    ]
+    validating(server, "glass", webhook("glass.example.com", hooks.url_config("/deny"),
+                                        matchConditions=conditions))  # fmt: skip
+    # the administrator (system:masters) may break the glass: the webhook is not called
+    assert create_cm(server, "by-admin")[0] == 201
+    assert hooks.calls_to("/deny") == []
+    # a user who may only create configmaps meets the webhook
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]
+    create(server, f"{RBAC}/namespaces/default/roles", role("cm-writer", rules))
+    create(
+        server,
+        f"{RBAC}/namespaces/default/rolebindings",
+        binding("cm-writer", "Role", "cm-writer", [user("dev")], "default"),
+    )
+    token = user_token(server, "dev")
+    code, answer = server.request("POST", CMS, configmap("by-dev"), token=token)
+    assert code == 400, answer
     assert len(hooks.calls_to("/deny")) == 1
 
 

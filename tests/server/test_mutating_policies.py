@@ -157,3 +157,120 @@ def deployment(name: str) -> Obj:
             },
         },
     }
+
+
+FAILING_FIRST = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: failing-first
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  failurePolicy: FAILURE_POLICY
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'remove', path: '/data/missing'}]"
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'second': 'ran'}}]"
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: "[JSONPatch{op: 'remove', path: '/data/gone'}]"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: failing-first
+spec:
+  policyName: failing-first
+"""
+
+
+def test_a_failing_mutation_does_not_stop_the_next_ones(server: Server) -> None:
+    """kube's dispatcher records a mutation's error and goes on with the policy's next
+    mutation (mutating/dispatcher.go ``dispatchInvocations``): under Ignore the later
+    mutations are applied, under Fail each failing mutation is a cause of the refusal."""
+    server.kubectl("apply", "-f", "-", input=FAILING_FIRST.replace("FAILURE_POLICY", "Ignore"))
+    cms = "/api/v1/namespaces/default/configmaps"
+    body = {"metadata": {"name": "a"}, "data": {"k": "v"}}
+    code, made = server.request("POST", cms, body)
+    assert code == 201, made
+    assert made["metadata"]["labels"] == {"second": "ran"}  # type: ignore[index]
+
+    server.kubectl("apply", "-f", "-", input=FAILING_FIRST.replace("FAILURE_POLICY", "Fail"))
+    code, refused = server.request("POST", cms, {**body, "metadata": {"name": "b"}})
+    assert (code, refused["reason"]) == (403, "Invalid"), refused
+    denied = "policy 'failing-first' with binding 'failing-first' denied request: JSON Patch: "
+    causes = [c["message"] for c in refused["details"]["causes"]]  # type: ignore[index]
+    assert len(causes) == 2, causes
+    assert all(c.startswith(denied) for c in causes)
+    assert "missing" in causes[0]
+    assert "gone" in causes[1]
+    assert refused["message"] == causes[0]
+
+
+SCALE_CAP = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: scale-cap
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["UPDATE"]
+      resources: ["deployments/scale"]
+  matchConditions:
+  - name: a-scale
+    expression: "object.kind == 'Scale' && object.spec.replicas > 3"
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: PATCH_TYPE
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: scale-cap
+spec:
+  policyName: scale-cap
+"""
+SCALE_MUTATIONS = {
+    "ApplyConfiguration": """
+    applyConfiguration:
+      expression: "Object{spec: Object.spec{replicas: 3}}"
+""",
+    "JSONPatch": """
+    jsonPatch:
+      expression: "[JSONPatch{op: 'replace', path: '/spec/replicas', value: 3}]"
+""",
+}
+
+
+def test_a_scale_write_is_mutated_as_a_scale(server: Server) -> None:
+    """kube mutates the ``autoscaling/v1`` Scale of a scale write; its replicas reach the
+    deployment."""
+    for patch_type, mutation in SCALE_MUTATIONS.items():
+        name = f"web-{patch_type.lower()}"
+        policy = SCALE_CAP.replace("PATCH_TYPE", patch_type).replace(
+            "  mutations:\n  - patchType: " + patch_type + "\n",
+            "  mutations:\n  - patchType: " + patch_type + mutation,
+        )
+        server.kubectl("apply", "-f", "-", input=policy)
+        assert server.request("POST", DEPLOYMENTS, deployment(name))[0] == 201
+        path = f"{DEPLOYMENTS}/{name}/scale"
+        patch = {"spec": {"replicas": 7}}
+        code, scaled = server.request("PATCH", path, patch, "application/merge-patch+json")
+        assert code == 200, scaled
+        assert scaled["kind"] == "Scale"
+        assert scaled["spec"] == {"replicas": 3}
+        stored = server.request("GET", f"{DEPLOYMENTS}/{name}")[1]
+        assert stored["spec"]["replicas"] == 3  # type: ignore[index]

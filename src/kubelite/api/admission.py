@@ -66,6 +66,9 @@ class Attributes(NamedTuple):
     field_manager: str = ""
     #: the mutating phase's reinvocation state (set by :meth:`Admission.admit`)
     reinvocation: Reinvocation | None = None
+    #: the write's options as the client sent them (meta.k8s.io/v1 CreateOptions,
+    #: UpdateOptions or DeleteOptions fields, without kind; None: a write of the server's)
+    options: dict[str, Any] | None = None
 
 
 class MutatingPlugin(Protocol):

@@ -59,13 +59,44 @@ def options_from(body: Any, query: dict[str, str], dry_run: bool) -> DeleteOptio
     if not isinstance(pre, dict):
         raise errors.bad_request("DeleteOptions.preconditions must be a JSON object")
     body_dry_run = body.get("dryRun") or []
-    return DeleteOptions(
+    options = DeleteOptions(
         dry_run=dry_run or "All" in body_dry_run,
         precondition_uid=str(pre.get("uid") or ""),
         precondition_resource_version=str(pre.get("resourceVersion") or ""),
         propagation_policy=policy,
         orphan_dependents=bool(orphan) if orphan is not None else None,
     )
+    return options._replace(
+        sent=_sent(options, body.get("gracePeriodSeconds", query.get("gracePeriodSeconds")))
+    )
+
+
+def _sent(options: DeleteOptions, grace: Any) -> Obj:
+    """The DeleteOptions' fields as the client set them (meta.k8s.io/v1, Go's field order), what
+    kube's delete handler passes to admission."""
+    sent: Obj = {}
+    try:
+        if grace is not None and not isinstance(grace, bool):
+            sent["gracePeriodSeconds"] = int(grace)
+    except ValueError:
+        pass
+    preconditions = {
+        key: value
+        for key, value in (
+            ("uid", options.precondition_uid),
+            ("resourceVersion", options.precondition_resource_version),
+        )
+        if value
+    }
+    if preconditions:
+        sent["preconditions"] = preconditions
+    if options.orphan_dependents is not None:
+        sent["orphanDependents"] = options.orphan_dependents
+    if options.propagation_policy is not None:
+        sent["propagationPolicy"] = options.propagation_policy
+    if options.dry_run:
+        sent["dryRun"] = ["All"]
+    return sent
 
 
 def check_preconditions(info: ResourceInfo, obj: Obj, opts: DeleteOptions) -> None:

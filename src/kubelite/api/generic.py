@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from kubelite.api import deletion, errors, managedfields, metavalidation, objectmeta
 from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
+from kubelite.api.admissionrules import request_namespace
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
@@ -215,10 +216,12 @@ class GenericStore:
             )
         meta = obj["metadata"]
         name = meta.get("generateName", "") if generated else meta.get("name", "")
+        namespace = request_namespace(info, self.namespace(ctx), "" if generated else name)
         admission = self.backing.admission
         attrs = Attributes(
-            CREATE, info, self.namespace(ctx), name, obj, None, ctx.user, "", opts.dry_run,
+            CREATE, info, namespace, name, obj, None, ctx.user, "", opts.dry_run,
             ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+            options=opts.sent,
         )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, obj, opts)
@@ -311,9 +314,11 @@ class GenericStore:
                 subresource=subresource, reset=self.reset_set(strategy),
             )  # fmt: skip
         admission = self.backing.admission
+        namespace = request_namespace(info, self.namespace(ctx), name)
         attrs = Attributes(
-            UPDATE, info, self.namespace(ctx), name, new, current, ctx.user, subresource,
-            opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+            UPDATE, info, namespace, name, new, current, ctx.user, subresource, opts.dry_run,
+            ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
+            options=opts.sent,
         )  # fmt: skip
         if admission.mutating:
             await self._admit(attrs, new, opts)
@@ -379,9 +384,11 @@ class GenericStore:
             if current is None:
                 raise errors.not_found(self.info.plural, self.info.group, name)
             admission = self.backing.admission
+            namespace = request_namespace(self.info, self.namespace(ctx), name)
             attrs = Attributes(
-                DELETE, self.info, self.namespace(ctx), name, None, current, ctx.user, "",
+                DELETE, self.info, namespace, name, None, current, ctx.user, "",
                 opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations,
+                options=opts.sent,
             )  # fmt: skip
             if admission.mutating:
                 await admission.admit(attrs)

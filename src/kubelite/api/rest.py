@@ -73,6 +73,9 @@ class WriteOptions(NamedTuple):
     patch: bool = False
     #: where the write's warnings go (the response's Warning headers); None: dropped
     warnings: Warnings | None = None
+    #: the options as the client sent them (``dryRun``, ``fieldManager``, ``fieldValidation``
+    #: of meta.k8s.io/v1), what kube's handlers give admission; None: a write of the server's
+    sent: Obj | None = None
 
 
 class DeleteOptions(NamedTuple):
@@ -83,6 +86,9 @@ class DeleteOptions(NamedTuple):
     orphan_dependents: bool | None = None
     #: where the delete's warnings go (the response's Warning headers); None: dropped
     warnings: Warnings | None = None
+    #: the DeleteOptions as the client sent them (meta.k8s.io/v1 fields), what kube's handlers
+    #: give admission; None: a delete of the server's
+    sent: Obj | None = None
 
 
 class WatchOptions(NamedTuple):

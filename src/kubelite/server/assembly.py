@@ -173,11 +173,12 @@ async def assemble(
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
     kinds.webhooks_settled = webhook_source.settled
+    hook_args = (webhook_source, webhooks, registry, catalogue, policies.namespaces.get)
     registry.admission.mutating.append(
-        MutatingWebhooks(webhook_source, webhooks, registry, catalogue, policies.namespaces.get)
+        MutatingWebhooks(*hook_args, authorizer=lambda: kinds.authorizer)
     )
     registry.admission.validating.append(
-        ValidatingWebhooks(webhook_source, webhooks, registry, catalogue, policies.namespaces.get)
+        ValidatingWebhooks(*hook_args, authorizer=lambda: kinds.authorizer)
     )
     rbac = None
     authorizer: Authorizer = AlwaysAllow()

@@ -151,7 +151,7 @@ async def create(request: Request, send: Send, target: Target) -> None:
     body = await request.json_object(_kind(target))
     warnings = _decode(request, target, "create", body)
     manager = _field_manager(request, "CreateOptions")
-    options = WriteOptions(_dry_run(request), manager, warnings=warnings)
+    options = WriteOptions(_dry_run(request), manager, warnings=warnings, sent=_sent(request))
     if target.name:
         named: NamedCreater = target.serving(NamedCreater)
         obj = await named.create_named(target.ctx, target.name, body, options)
@@ -168,7 +168,7 @@ async def update(request: Request, send: Send, target: Target) -> None:
     warnings = _decode(request, target, "update", body)
     put = replacement(target.info, target.namespace, target.name, body)
     manager = _field_manager(request, "UpdateOptions")
-    options = WriteOptions(_dry_run(request), manager, warnings=warnings)
+    options = WriteOptions(_dry_run(request), manager, warnings=warnings, sent=_sent(request))
     obj, created = await updater.update(target.ctx, target.name, put, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -211,7 +211,9 @@ async def patch(request: Request, send: Send, target: Target) -> None:
         )
         if decoding.decodes(target.body_kind):
             patched = _decoded(target.body_kind, patched)
-    options = WriteOptions(dry_run, manager, apply=applying, patch=True, warnings=warnings)
+    options = WriteOptions(
+        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request)
+    )
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -333,6 +335,19 @@ def _user_agent_prefix(request: Request) -> str:
             break
         prefix += char
     return prefix
+
+
+def _sent(request: Request) -> Obj:
+    """The write's CreateOptions, UpdateOptions or PatchOptions fields kube's handlers pass to
+    admission, as the client sent them (a field manager left to the User-Agent is not one)."""
+    q = request.query
+    sent: Obj = {}
+    if _dry_run(request):
+        sent["dryRun"] = ["All"]
+    for key in ("fieldManager", "fieldValidation"):
+        if q.get(key):
+            sent[key] = q[key]
+    return sent
 
 
 def _dry_run(request: Request) -> bool:

@@ -63,6 +63,8 @@ def operation_options(attrs: Attributes) -> Obj:
     """The write's options object as kube's handlers pass it to admission."""
     kind = {CREATE: "CreateOptions", DELETE: "DeleteOptions"}.get(attrs.operation, "UpdateOptions")
     out: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if attrs.options is not None:  # as the client sent them
+        return {**out, **attrs.options}
     if attrs.dry_run:
         out["dryRun"] = ["All"]
     if attrs.field_manager and attrs.operation != DELETE:

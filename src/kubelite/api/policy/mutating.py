@@ -5,7 +5,8 @@ configuration kinds, against every mutating policy that has bindings.
 
 For each policy whose ``matchConstraints`` match, each binding whose ``matchResources`` match
 and each of its params: the ``matchConditions``, then each mutation in order
-(:mod:`.mutations`) on the object as it stands, at the version the policy matched. Errors
+(:mod:`.mutations`) on the object as it stands, at the version the policy matched (one that
+fails changes nothing and the next is still applied). Errors
 (configuration, conditions, evaluation, patches) are collected; under failurePolicy ``Fail``
 the first refuses the write: 403 with reason ``Invalid`` and the message ``policy '<p>' with
 binding '<b>' denied request: <error>`` (``policy "<p>" denied request: failed to configure
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api import conversion, errors
+from kubelite.api import conversion, errors, scale
 from kubelite.api.admission import CREATE, UPDATE, Attributes, Reinvocation
 from kubelite.api.admissionrules import exempt
 from kubelite.api.errors import APIError
@@ -36,7 +37,13 @@ from kubelite.api.policy.mutations import (
     apply_configuration,
     json_patch,
 )
-from kubelite.api.policy.validating import PolicyAdmission, PolicyRun, request_name, versioned
+from kubelite.api.policy.validating import (
+    SCALE,
+    PolicyAdmission,
+    PolicyRun,
+    request_name,
+    versioned,
+)
 from kubelite.api.policy.validator import IGNORE, RUNTIME_BUDGET, Evaluation, match_conditions
 from kubelite.api.stored import clone
 
@@ -106,9 +113,9 @@ class MutatingPolicyAdmission(PolicyAdmission):
             state.require_reinvoking()
         try:
             for compiled, binding, matched, param in invocations:
-                error = await self._invoke(run, context, state, compiled, binding, matched, param)
-                if error is not None and compiled.failure_policy != IGNORE:
-                    failures.append(_Error(compiled.name, _name(binding), error))
+                found = await self._invoke(run, context, state, compiled, binding, matched, param)
+                if compiled.failure_policy != IGNORE:
+                    failures.extend(_Error(compiled.name, _name(binding), e) for e in found)
         finally:
             state.last_output = clone(attrs.obj)
         if failures:
@@ -123,36 +130,37 @@ class MutatingPolicyAdmission(PolicyAdmission):
         binding: Obj,
         matched: Matched,
         param: Obj | None,
-    ) -> str | None:
-        """One (policy, binding, param): its conditions and mutations; the error, if any."""
+    ) -> list[str]:
+        """One (policy, binding, param): its conditions and mutations; their errors. A mutation
+        that fails leaves the object as it was and the next one is still applied, as kube's
+        dispatcher goes on to the next mutation after recording the error."""
         attrs = run.attrs
         before = versioned(attrs.obj, attrs, matched)
         assert before is not None
         activation = {**await run.activation(matched), OBJECT: before, PARAMS: param}
         failed = match_conditions(Evaluation(compiled, activation, run.checks))
         if failed == "":
-            return None
+            return []
         if failed is not None:
-            return failed
+            return [failed]
         key = (compiled.name, _name(binding), *_param_key(param))
         if context.is_reinvoke and key not in state.reinvoke:
-            return None
+            return []
         current = before
-        error = None
+        found: list[str] = []
         for mutation in compiled.mutations:
             activation = {**activation, OBJECT: current}
             try:
                 current = self._mutate(compiled, mutation, activation, run, matched, current)
             except (MutationError, EvaluationError) as exc:
-                error = str(exc)
-                break
+                found.append(str(exc))
         if current != before:
             self._store(attrs, matched, current)
             state.require_reinvoking()
             context.should_reinvoke = True
         if compiled.reinvocation == IF_NEEDED:
             state.invoked.add(key)
-        return error
+        return found
 
     def _mutate(
         self,
@@ -167,11 +175,14 @@ class MutatingPolicyAdmission(PolicyAdmission):
             raise MutationError(mutation.expression.error)
         evaluation = Evaluation(compiled, activation, run.checks)
         result = evaluation.run(mutation.expression, Budget(RUNTIME_BUDGET))
+        on_scale = run.attrs.subresource == SCALE
         if mutation.patch_type == APPLY_CONFIGURATION:
-            patched = apply_configuration(current, result, matched.info)
+            shape = scale.SCALE_INFO if on_scale else matched.info
+            patched = apply_configuration(current, result, shape)
         else:
             patched = json_patch(current, result)
-        self._default(matched, patched)
+        if not on_scale:  # a Scale has no defaults
+            self._default(matched, patched)
         return patched
 
     def _default(self, matched: Matched, obj: Obj) -> None:
@@ -185,6 +196,10 @@ class MutatingPolicyAdmission(PolicyAdmission):
     def _store(attrs: Attributes, matched: Matched, new: Obj) -> None:
         """The mutated object back into the write, at the request's version, in place."""
         assert attrs.obj is not None
+        if attrs.subresource == SCALE:  # the Scale's replicas onto the parent (kube's scale)
+            replicas = (new.get("spec") or {}).get("replicas")
+            scale.set_path(attrs.obj, scale.scale_paths(attrs.info)[0], replicas)
+            return
         if matched.info is not attrs.info and not attrs.subresource:
             new = conversion.to_version(new, attrs.info.api_version, builtin=attrs.info.builtin)
         attrs.obj.clear()

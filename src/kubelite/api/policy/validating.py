@@ -28,7 +28,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubelite.api import conversion, errors
+from kubelite.api import conversion, errors, scale
 from kubelite.api.admission import Attributes
 from kubelite.api.admissionrules import NAMESPACES, exempt
 from kubelite.api.catalogue import Catalogue, ResourceInfo
@@ -61,6 +61,7 @@ from kubelite.api.registry import Registry
 Obj = dict[str, Any]
 
 KIND = "ValidatingAdmissionPolicy"
+SCALE = "scale"
 VALIDATION_FAILURE = "validation.policy.admission.k8s.io/validation_failure"
 MAX_VALIDATION_FAILURES = 50
 MAX_AUDIT_ANNOTATION_BYTES = 10 * 1024
@@ -102,7 +103,10 @@ def request_name(attrs: Attributes) -> str:
 
 
 def versioned(obj: Obj | None, attrs: Attributes, matched: Matched) -> Obj | None:
-    """``obj`` at the version the write matched at (kube's VersionedAttributes)."""
+    """``obj`` at the version the write matched at (kube's VersionedAttributes); a ``scale``
+    write's objects are the ``autoscaling/v1`` Scales kube's scale endpoint admits."""
+    if obj is not None and attrs.subresource == SCALE:
+        return scale.to_scale(obj, attrs.info)
     if obj is None or matched.info is attrs.info or attrs.subresource:
         return obj
     try:

@@ -3,9 +3,9 @@ webhook is called (kube's ``webhook/matchconditions/matcher.go`` and the CEL fil
 ``admission/plugin/cel``).
 
 The variables are ``object`` (null on a delete), ``oldObject`` (null on a create), both in the
-version the webhook matched, and ``request``, the AdmissionRequest without its objects.
-kube also offers ``authorizer``; kubelite does not yet (an expression naming it fails to
-compile, which counts as an error under the failure policy).
+version the webhook matched, ``request``, the AdmissionRequest without its objects, and
+``authorizer`` (kube's authorizer library, :mod:`kubelite.api.cel.authz`: checks for the
+request's user, ``authorizer.requestResource`` the request's own resource).
 
 Any condition false: the webhook is skipped. Otherwise errors (compilation, evaluation, a
 result that is not a bool, the cost budget) fail the write under ``failurePolicy: Fail``
@@ -18,10 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api import cel
+from kubelite.api.cel import authz
 
 Obj = dict[str, Any]
 
-VARIABLES = ("object", "oldObject", "request")
+VARIABLES = ("object", "oldObject", "request", "authorizer")
 #: kube's RuntimeCELCostBudgetMatchConditions: for all of one webhook's conditions together
 BUDGET = 2_500_000
 OUT_OF_BUDGET = (
@@ -72,20 +73,24 @@ def conditions_match(
     old: Obj | None,
     request: Obj,
     ignore_errors: bool,
+    checks: authz.Checker | None = None,
+    request_resource: dict[str, str] | None = None,
 ) -> bool:
     """Whether the webhook is called: every condition true (or errors ignored); raises
-    :class:`ConditionError` under ``failurePolicy: Fail``."""
-    activation: Obj = {"object": obj, "oldObject": old, "request": request}
-    problems: list[str] = []
-    budget = BUDGET
+    :class:`ConditionError` under ``failurePolicy: Fail``. ``checks`` decides the
+    ``authorizer`` checks (None: all allowed), ``request_resource`` is the request's resource
+    for ``authorizer.requestResource``."""
+    activation: Obj = {
+        "object": obj,
+        "oldObject": old,
+        "request": request,
+        "authorizer": authz.authorizer_value(request_resource),
+    }
     try:
-        for _name, expression in conditions:
-            result, cost = _evaluate(expression, activation, budget)
-            budget -= cost
-            if result is False:
-                return False
-            if isinstance(result, str):
-                problems.append(result)
+        with authz.checking(checks):
+            problems, matched = _decide(conditions, activation, BUDGET)
+        if not matched:
+            return False
     except ConditionError:
         if ignore_errors:
             return False
@@ -95,3 +100,18 @@ def conditions_match(
             return False
         raise ConditionError(problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]")
     return True
+
+
+def _decide(
+    conditions: tuple[tuple[str, str], ...], activation: Obj, budget: int
+) -> tuple[list[str], bool]:
+    """(the conditions' errors, False when one is false)."""
+    problems: list[str] = []
+    for _name, expression in conditions:
+        result, cost = _evaluate(expression, activation, budget)
+        budget -= cost
+        if result is False:
+            return problems, False
+        if isinstance(result, str):
+            problems.append(result)
+    return problems, True

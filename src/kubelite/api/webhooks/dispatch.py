@@ -32,6 +32,7 @@ from kubelite.api.admission import Attributes, Reinvocation
 from kubelite.api.admissionrules import NamespaceLookup, exempt
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import GenericStore
+from kubelite.api.policy.activation import AuthorizerChecks, AuthorizerSource
 from kubelite.api.registry import Registry
 from kubelite.api.webhookclient import WebhookClient
 from kubelite.api.webhooks import calling
@@ -57,15 +58,21 @@ class _Plugin:
         registry: Registry,
         catalogue: Catalogue,
         namespaces: NamespaceLookup,
+        authorizer: AuthorizerSource | None = None,
     ) -> None:
         self.source = source
         self.client = client
         self.registry = registry
         self.catalogue = catalogue
         self.namespaces = namespaces
+        #: the server's authorizer, for the match conditions' ``authorizer`` (None: allow all)
+        self.authorizer = authorizer
 
     def matcher(self, attrs: Attributes) -> Matcher:
-        return Matcher(attrs, self.catalogue, self.namespaces)
+        checks = None
+        if self.authorizer is not None:
+            checks = AuthorizerChecks(attrs.user, self.authorizer())
+        return Matcher(attrs, self.catalogue, self.namespaces, checks)
 
 
 class ValidatingWebhooks(_Plugin):
@@ -136,9 +143,10 @@ class MutatingWebhooks(_Plugin):
         registry: Registry,
         catalogue: Catalogue,
         namespaces: NamespaceLookup,
+        authorizer: AuthorizerSource | None = None,
         default: Defaulter | None = None,
     ) -> None:
-        super().__init__(source, client, registry, catalogue, namespaces)
+        super().__init__(source, client, registry, catalogue, namespaces, authorizer)
         self.default = default or self._kind_defaults
 
     def _kind_defaults(self, info: ResourceInfo, obj: Obj) -> None:

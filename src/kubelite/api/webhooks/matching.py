@@ -30,7 +30,9 @@ from kubelite.api.admissionrules import (
     rule_matches,
 )
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.cel import authz
 from kubelite.api.conversion import ConversionError, to_version
+from kubelite.api.policy.activation import request_resource
 from kubelite.api.webhooks.conditions import ConditionError, conditions_match
 from kubelite.api.webhooks.review import Target, admission_request, request_kind
 from kubelite.api.webhooks.source import Hook
@@ -161,11 +163,17 @@ class Matcher:
     namespace's labels it read."""
 
     def __init__(
-        self, attrs: Attributes, catalogue: Catalogue, namespaces: NamespaceLookup
+        self,
+        attrs: Attributes,
+        catalogue: Catalogue,
+        namespaces: NamespaceLookup,
+        checks: authz.Checker | None = None,
     ) -> None:
         self.attrs = attrs
         self.catalogue = catalogue
         self.namespaces = namespaces
+        #: the match conditions' authorizer checks (None: every check allowed)
+        self.checks = checks
         self._equivalents: list[ResourceInfo] | None = None
         self._labels: dict[str, Mapping[str, str]] = {}
 
@@ -232,8 +240,9 @@ class Matcher:
             del request["object"], request["oldObject"]
             try:
                 called = conditions_match(
-                    hook.match_conditions, obj, old, request, hook.ignores_failures
-                )
+                    hook.match_conditions, obj, old, request, hook.ignores_failures,
+                    self.checks, request_resource(attrs),
+                )  # fmt: skip
             except ConditionError as exc:
                 raise forbidden(attrs, str(exc)) from None
             if not called:

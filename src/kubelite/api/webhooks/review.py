@@ -64,6 +64,8 @@ def options(attrs: Attributes) -> Obj | None:
     if kind is None:
         return None
     out: Obj = {"kind": kind, "apiVersion": META_VERSION}
+    if attrs.options is not None:  # as the client sent them, as kube's handlers pass them
+        return {**out, **attrs.options}
     if attrs.dry_run:
         out["dryRun"] = ["All"]
     if attrs.field_manager and attrs.operation != DELETE:
