@@ -532,6 +532,25 @@ def test_reinvocation(server: Server, hooks: WebhookServer, policy: str) -> None
     assert len(hooks.calls_to("/b")) == 1
 
 
+def test_the_next_webhook_sees_a_patch_defaulted(server: Server, hooks: WebhookServer) -> None:
+    """kube defaults each webhook's patched object before calling the next: a port added
+    without a protocol reaches the second webhook with ``protocol: TCP`` and its targetPort."""
+    rules = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+              "resources": ["services"]}]  # fmt: skip
+    port = {"op": "add", "path": "/spec/ports/-", "value": {"name": "extra", "port": 81}}
+    hooks.handlers["/port"] = lambda review, _: review_answer(review, patch=[port])
+    hooks.handlers["/sees"] = allow
+    mutating(server, "1-port", webhook("port.example.com", hooks.url_config("/port"), rules=rules))
+    mutating(server, "2-sees", webhook("sees.example.com", hooks.url_config("/sees"), rules=rules))
+    body = {"metadata": {"name": "svc"}, "spec": {"ports": [{"name": "web", "port": 80}]}}
+    code, created = server.request("POST", "/api/v1/namespaces/default/services", body)
+    assert code == 201, created
+    [seen] = hooks.calls_to("/sees")
+    assert seen.review is not None
+    ports = seen.review["request"]["object"]["spec"]["ports"]
+    assert ports[1] == {"name": "extra", "port": 81, "protocol": "TCP", "targetPort": 81}
+
+
 def test_a_patch_of_a_delete_is_refused(server: Server, hooks: WebhookServer) -> None:
     hooks.handlers["/patch"] = lambda review, _: review_answer(
         review, patch=[{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]

@@ -219,6 +219,9 @@ class MutatingWebhooks(_Plugin):
             patched = self._patched(hook, answer.patch, answer.patch_type, obj)
             if patched is None:
                 return False
+            if patched.get("kind") == invocation.info.kind:  # not a subresource's (a Scale)
+                # the next webhook sees the patch defaulted, as kube's callAttrMutatingHook
+                self.default(invocation.info, patched)
             changed = patched != obj
             views.replace(invocation, patched)
             return changed
