@@ -11,11 +11,16 @@ kube-apiserver's.
 A controller is anything with ``start()`` (plain or async) and ``async close()`` that can be
 started again after it was closed (a leader that loses the Lease stops them; it may lead again).
 One with ``queue_depth()`` reports it as ``workqueue_depth{name=<its name>}`` on ``/metrics``.
+One with ``wait_settled()`` is waited for (up to :data:`SETTLE_SECONDS`) when the server leads
+from the start, so that a server that says it serves already has what these controllers make
+for the namespaces it was started with (``default`` has its ServiceAccount and
+``kube-root-ca.crt``), as tests that list a namespace's objects right away expect.
 Adding one is one line where the server is assembled: ``manager.add(name, controller)``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable
@@ -27,6 +32,9 @@ from kubelite.api.registry import Registry
 
 log = logging.getLogger(__name__)
 
+#: how long :meth:`ControllerManager.start` waits for the controllers to settle, at the most
+SETTLE_SECONDS = 10.0
+
 
 class Controller(Protocol):
     def start(self) -> Awaitable[None] | None: ...
@@ -37,6 +45,11 @@ class Controller(Protocol):
 @runtime_checkable
 class Queued(Protocol):
     def queue_depth(self) -> int: ...
+
+
+@runtime_checkable
+class Settles(Protocol):
+    async def wait_settled(self) -> None: ...
 
 
 class ControllerManager:
@@ -79,11 +92,14 @@ class ControllerManager:
         return self.running
 
     async def start(self) -> None:
-        """Stand for election (a first try before returning), or run the controllers."""
+        """Stand for election (a first try before returning), or run the controllers; when
+        they run, wait for them to settle."""
         if self.elector is not None:
             await self.elector.start()
         else:
             await self._start_controllers()
+        if self.running:
+            await self._settle()
 
     async def close(self) -> None:
         """Stop the controllers, then give up the Lease."""
@@ -91,6 +107,14 @@ class ControllerManager:
             await self.elector.close()
         else:
             await self._stop_controllers()
+
+    async def _settle(self) -> None:
+        waits = [c.wait_settled() for c in self.controllers.values() if isinstance(c, Settles)]
+        try:
+            async with asyncio.timeout(SETTLE_SECONDS):
+                await asyncio.gather(*waits)
+        except TimeoutError:
+            log.warning("the controllers had not settled after %.0f s; serving", SETTLE_SECONDS)
 
     def queue_depths(self) -> dict[str, int]:
         """``workqueue_depth`` of each controller that has a queue (0 while not running)."""

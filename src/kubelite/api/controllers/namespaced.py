@@ -117,6 +117,7 @@ class NamespaceSyncController(ABC):
         self.retry_max_seconds = retry_max_seconds
         self.queue = self._new_queue()
         self.listers = _Listers(self)
+        self._listed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
     @abstractmethod
@@ -139,6 +140,12 @@ class NamespaceSyncController(ABC):
     def queue_depth(self) -> int:
         return len(self.queue)
 
+    async def wait_settled(self) -> None:
+        """Return once the informer has listed and every namespace queued since was synced
+        (or is waiting out a back-off after a failure)."""
+        await self._listed.wait()
+        await self.queue.wait_idle()
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -148,6 +155,7 @@ class NamespaceSyncController(ABC):
         if self.queue.shutting_down:
             self.queue = self._new_queue()
             self.listers = _Listers(self)
+            self._listed = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._run(), name=f"kubelite-{self.name}")]
 
@@ -169,6 +177,7 @@ class NamespaceSyncController(ABC):
         while not self.queue.shutting_down:  # a listing fails only while the store is away
             try:
                 await self.listers.start()
+                self._listed.set()
                 break
             except Exception:
                 log.warning("%s: listing failed; trying again", self.name, exc_info=True)

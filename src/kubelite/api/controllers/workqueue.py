@@ -10,7 +10,8 @@ queue) on one event loop.
   workers, whose :meth:`WorkQueue.get` then returns None (a controller that stops leading must
   not work off its queue, unlike client-go's ``ShutDown``, which drains it).
 
-``len()`` is the number of keys waiting (kube's ``workqueue_depth``).
+``len()`` is the number of keys waiting (kube's ``workqueue_depth``); :meth:`WorkQueue.wait_idle`
+returns once no key waits or is being processed (keys waiting out a back-off do not count).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class WorkQueue:
         self._failures: dict[str, int] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._signal = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._shut = False
 
     def __len__(self) -> int:
@@ -42,6 +45,7 @@ class WorkQueue:
         if self._shut or key in self._dirty:
             return
         self._dirty.add(key)
+        self._idle.clear()
         if key not in self._processing:
             self._queue.append(key)
             self._signal.set()
@@ -88,6 +92,11 @@ class WorkQueue:
         if key in self._dirty:
             self._queue.append(key)
             self._signal.set()
+        elif not self._queue and not self._processing:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
 
     def shut_down(self) -> None:
         self._shut = True
@@ -95,6 +104,7 @@ class WorkQueue:
             timer.cancel()
         self._timers.clear()
         self._signal.set()
+        self._idle.set()
 
     def _fire(self, key: str) -> None:
         self._timers.pop(key, None)
