@@ -110,7 +110,7 @@ def graph_bytes_per_object(count: int) -> float:
     loop = asyncio.new_event_loop()
 
     async def build() -> float:
-        queues: tuple[WorkQueue[Any], WorkQueue[Any]] = (WorkQueue("d"), WorkQueue("o"))
+        queues: tuple[WorkQueue[Any], WorkQueue[Any]] = (WorkQueue(), WorkQueue())
         graph = GraphBuilder(
             cast(Registry, None), load_builtin_catalogue(), *queues, lambda n, u: None
         )

@@ -106,6 +106,25 @@ def main(argv: list[str] | None = None) -> int:
         help="RBAC: system:masters may do anything, others what Roles and bindings grant; "
         "AlwaysAllow: every authenticated request is allowed",
     )
+    s.add_argument(
+        "--leader-elect-lease-duration",
+        type=_duration,
+        default=15.0,
+        help="how long a candidate waits, after it last saw the controller manager's Lease "
+        "renewed, before taking it over, e.g. 15s",
+    )
+    s.add_argument(
+        "--leader-elect-renew-deadline",
+        type=_duration,
+        default=10.0,
+        help="how long the leader retries renewing its Lease before it stops leading, e.g. 10s",
+    )
+    s.add_argument(
+        "--leader-elect-retry-period",
+        type=_duration,
+        default=2.0,
+        help="how often candidates try the Lease and the leader renews it, e.g. 2s",
+    )
     k = sub.add_parser(
         "kubeconfig",
         help="print a kubeconfig that acts as a user in groups (for testing RBAC)",
@@ -156,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         import uvloop
 
+        from kubelite.api.controllers.leaderelection import ElectionConfig
         from kubelite.api.kinds.allocation import ServiceRanges
         from kubelite.server import logs
         from kubelite.server.overload import Limits
@@ -170,6 +190,16 @@ def main(argv: list[str] | None = None) -> int:
             )
         except ValueError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
+            return 2
+        election = ElectionConfig(
+            args.leader_elect_lease_duration,
+            args.leader_elect_renew_deadline,
+            args.leader_elect_retry_period,
+        )
+        try:
+            election.check()
+        except ValueError as exc:
+            print(f"kubelite: leader election: {exc}", file=sys.stderr)
             return 2
         options = ServeOptions(
             data_dir=args.data_dir,
@@ -190,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.request_timeout,
             ),
             authorization_mode=args.authorization_mode,
+            leader_election=election,
         )
         try:
             uvloop.run(serve(options))

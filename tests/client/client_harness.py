@@ -57,6 +57,12 @@ def app_in_thread() -> Iterator[tuple[KubeliteApp, asyncio.AbstractEventLoop]]:
         loop.close()
 
 
+#: Every namespace of a real server holds ConfigMap ``kube-root-ca.crt`` (the root CA publisher's,
+#: as in any cluster; the in-process app has no CA and publishes none): tests that count the
+#: ConfigMaps of a namespace leave it out with this field selector.
+NOT_ROOT_CA = "metadata.name!=kube-root-ca.crt"
+
+
 def configmap(name: str, namespace: str = "default", value: str = "0") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace}, "data": {"v": value}}  # fmt: skip

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from client_harness import NOT_ROOT_CA
 
 from kubelite.client import (
     ALL_NAMESPACES,
@@ -197,7 +198,8 @@ def test_sync_verbs(client: Client) -> None:
         client.update(stale | {"data": {"x": "3"}})
     merged = client.patch("v1", "ConfigMap", "s", {"data": {"y": "1"}})
     assert merged["data"] == {"x": "2", "y": "1"}
-    assert [name_of(i) for i in client.list("v1", "ConfigMap", limit=1)["items"]] == ["s"]
+    listed = client.list("v1", "ConfigMap", limit=1, field_selector=NOT_ROOT_CA)
+    assert [name_of(i) for i in listed["items"]] == ["s"]
     with client.watch("v1", "ConfigMap", resource_version=resource_version(merged)) as events:
         client.delete("v1", "ConfigMap", "s")
         event = next(iter(events))

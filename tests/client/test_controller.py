@@ -9,7 +9,7 @@ import asyncio
 import random
 from typing import Any
 
-from client_harness import configmap, eventually
+from client_harness import NOT_ROOT_CA, configmap, eventually
 
 from kubelite.client import (
     AsyncClient,
@@ -79,7 +79,7 @@ async def test_failures_are_retried_with_per_key_backoff(aclient: AsyncClient) -
         if key == "default/doomed" or attempts[key] <= 3:
             raise RuntimeError(f"not yet: {key}")
 
-    informer = Informer(aclient, "v1", "ConfigMap")
+    informer = Informer(aclient, "v1", "ConfigMap", field_selector=NOT_ROOT_CA)
     limiter = ExponentialBackoff(base=0.001, cap=0.05)
     controller = Controller(reconcile, rate_limiter=limiter, max_retries=5)
     controller.watch(informer)
@@ -107,7 +107,7 @@ async def test_a_number_returned_by_reconcile_requeues_after_that_long(
         return 0.01
 
     controller = Controller(reconcile)
-    controller.watch(Informer(aclient, "v1", "ConfigMap"))
+    controller.watch(Informer(aclient, "v1", "ConfigMap", field_selector=NOT_ROOT_CA))
     running = asyncio.ensure_future(controller.run())
     try:
         await eventually(lambda: len(calls) >= 3)
@@ -129,7 +129,7 @@ async def test_shutdown_waits_for_the_reconcile_in_progress(aclient: AsyncClient
         finished.append(key)
 
     controller = Controller(reconcile, workers=2)
-    controller.watch(Informer(aclient, "v1", "ConfigMap"))
+    controller.watch(Informer(aclient, "v1", "ConfigMap", field_selector=NOT_ROOT_CA))
     running = asyncio.ensure_future(controller.run())
     await asyncio.wait_for(started.wait(), 30)
     controller.stop()

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from client_harness import TOKEN, configmap, eventually, in_process_app
+from client_harness import NOT_ROOT_CA, TOKEN, configmap, eventually, in_process_app
 
 from kubelite.client import (
     ALL_NAMESPACES,
@@ -25,8 +25,15 @@ from kubelite.client import (
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def server_state(client: AsyncClient) -> dict[str, str]:
-    listing = await client.list("v1", "ConfigMap", ALL_NAMESPACES)
+async def server_state(client: AsyncClient, informer: Informer) -> dict[str, str]:
+    """What the server holds of what ``informer`` follows."""
+    listing = await client.list(
+        "v1",
+        "ConfigMap",
+        informer.namespace,
+        label_selector=informer.label_selector,
+        field_selector=informer.field_selector,
+    )
     return {key_of(item): resource_version(item) for item in listing["items"]}
 
 
@@ -36,7 +43,7 @@ def cache_state(informer: Informer) -> dict[str, str]:
 
 async def converged(client: AsyncClient, informer: Informer, mirror: dict[str, str]) -> None:
     async def same() -> bool:
-        expected = await server_state(client)
+        expected = await server_state(client, informer)
         return cache_state(informer) == expected and mirror == expected
 
     await eventually(same)
@@ -252,7 +259,7 @@ async def test_resync_replays_every_cached_object_as_an_update(aclient: AsyncCli
         if old is new:
             resynced.add(key_of(new))
 
-    informer = Informer(aclient, "v1", "ConfigMap", resync_period=0.05)
+    informer = Informer(aclient, "v1", "ConfigMap", field_selector=NOT_ROOT_CA, resync_period=0.05)
     informer.add_handlers(on_update=on_update)
     async with informer:
         await eventually(lambda: resynced == {"default/a", "default/b"})
@@ -262,7 +269,7 @@ async def test_handlers_added_late_catch_up_and_async_handlers_run_in_order(
     aclient: AsyncClient,
 ) -> None:
     await aclient.create(configmap("a"))
-    async with Informer(aclient, "v1", "ConfigMap") as informer:
+    async with Informer(aclient, "v1", "ConfigMap", field_selector=NOT_ROOT_CA) as informer:
         await asyncio.wait_for(informer.wait_synced(), 30)
         order: list[str] = []
 

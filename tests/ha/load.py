@@ -41,8 +41,11 @@ class Servers:
         self.tmp_path = tmp_path
         self.started: list[Server] = []
 
-    def start(self, storage: str) -> Server:
-        server = start_server(self.tmp_path / f"server{len(self.started)}" / "data", storage)
+    def start(self, storage: str, *extra: str) -> Server:
+        """``extra``: more ``kubelite serve`` options."""
+        server = start_server(
+            self.tmp_path / f"server{len(self.started)}" / "data", storage, *extra
+        )
         self.started.append(server)
         return server
 

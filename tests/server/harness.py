@@ -15,6 +15,12 @@ from pathlib import Path
 from typing import Any
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+#: What kube-controller-manager's controllers put in every namespace, as in any cluster: the
+#: ConfigMap ``kube-root-ca.crt`` and the ServiceAccount ``default``. A server has them in the
+#: namespaces it starts with (``SYSTEM_NAMESPACES``) before it serves; a new namespace gets them
+#: soon after it is created (:func:`wait_for_namespace_defaults`).
+ROOT_CA = "kube-root-ca.crt"
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,19 @@ class Server:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read() or b"{}")
+
+
+def wait_for_namespace_defaults(server: Server, namespace: str) -> None:
+    """Return once ``namespace`` holds its ``kube-root-ca.crt`` and ``default`` ServiceAccount
+    (a hang guard of 30 s, not a timing assertion)."""
+    paths = [
+        f"/api/v1/namespaces/{namespace}/configmaps/{ROOT_CA}",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/default",
+    ]
+    deadline = time.monotonic() + 30
+    while any(server.request("GET", path)[0] != 200 for path in paths):
+        assert time.monotonic() < deadline, f"namespace {namespace} never got its defaults"
+        time.sleep(0.02)
 
 
 def start_server(data_dir: Path, storage: str | None = None, *extra: str) -> Server:

@@ -531,7 +531,7 @@ def test_watch_events_carry_managed_fields(server: Server) -> None:
     reader, events = server.watch_lines(CM + "?watch=true", 2)
     apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "alice")
     reader.join()
-    (event,) = events
+    (event,) = [e for e in events if e["object"]["metadata"]["name"] == "cm"]
     assert event["type"] == "ADDED"
     assert event["object"]["metadata"]["managedFields"][0]["manager"] == "alice"
 

@@ -7,7 +7,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from harness import Server
+from harness import ROOT_CA, Server
 
 CM_YAML = """apiVersion: v1
 kind: ConfigMap
@@ -78,5 +78,5 @@ def test_delete_collection_by_label(server: Server) -> None:
     )
     assert code == 200
     left = server.kubectl("get", "cm", "-o", "name").stdout.split()
-    assert left == ["configmap/c"]
+    assert left == ["configmap/c", f"configmap/{ROOT_CA}"]
     assert len(listing["items"]) == 2  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from email.message import Message
 from typing import Any
 
 import pytest
-from harness import Server
+from harness import ROOT_CA, Server, wait_for_namespace_defaults
 
 NS = "/api/v1/namespaces"
 CM = f"{NS}/lists/configmaps"
@@ -30,8 +30,10 @@ Obj = dict[str, Any]
 
 
 def with_configmaps(server: Server, names: str) -> None:
-    """Namespace ``lists`` holding one ConfigMap per letter of ``names``."""
+    """Namespace ``lists`` holding one ConfigMap per letter of ``names``, and the root CA
+    ConfigMap (``kube-root-ca.crt``, listed after ``e``) every namespace gets."""
     assert server.request("POST", NS, {"metadata": {"name": "lists"}})[0] == 201
+    wait_for_namespace_defaults(server, "lists")
     for name in names:
         assert server.request("POST", CM, {"metadata": {"name": name}})[0] == 201
 
@@ -69,11 +71,11 @@ def get_with_headers(server: Server, path: str) -> tuple[int, Message, Obj]:
 def test_paged_list_reports_the_remaining_item_count(server: Server) -> None:
     with_configmaps(server, "abcde")
     names, meta = page(server, "limit=2")
-    assert (names, meta["remainingItemCount"]) == (["a", "b"], 3)
+    assert (names, meta["remainingItemCount"]) == (["a", "b"], 4)
     names, meta = page(server, f"limit=2&continue={meta['continue']}")
-    assert (names, meta["remainingItemCount"]) == (["c", "d"], 1)
+    assert (names, meta["remainingItemCount"]) == (["c", "d"], 2)
     names, meta = page(server, f"limit=2&continue={meta['continue']}")
-    assert names == ["e"]
+    assert names == ["e", ROOT_CA]
     assert list(meta) == ["resourceVersion"]  # the last page: no continue, no count
 
 
@@ -232,8 +234,8 @@ def test_expired_continue_token_gets_a_fresh_token_at_the_latest_revision(
     ]
     meta = body["metadata"]
     assert int(meta["resourceVersion"]) >= latest
-    assert meta["remainingItemCount"] == 1
+    assert meta["remainingItemCount"] == 2
     # ...and pages on at the revision it was read at.
     assert token_fields(meta["continue"])["rv"] == int(meta["resourceVersion"])
     names, last = page(server, f"limit=2&continue={meta['continue']}")
-    assert (names, last["resourceVersion"]) == (["e"], meta["resourceVersion"])
+    assert (names, last["resourceVersion"]) == (["e", ROOT_CA], meta["resourceVersion"])

@@ -112,10 +112,11 @@ def test_store_objects_and_durations(server: Server) -> None:
         assert server.request("POST", CMS, {"metadata": {"name": name}})[0] == 201
     assert server.request("DELETE", f"{CMS}/c")[0] == 200
     samples = scrape(server)
-    assert value(samples, "apiserver_storage_objects", resource="configmaps") == 2
-    assert value(samples, "apiserver_resource_objects", group="", resource="configmaps") == 2
+    # and the root CA publisher's kube-root-ca.crt in each of the four namespaces
+    assert value(samples, "apiserver_storage_objects", resource="configmaps") == 2 + 4
+    assert value(samples, "apiserver_resource_objects", group="", resource="configmaps") == 2 + 4
     assert value(samples, "apiserver_storage_objects", resource="namespaces") == 4
-    for operation, count in (("create", 3), ("delete", 1)):
+    for operation, count in (("create", 3 + 4), ("delete", 1)):
         observed = value(
             samples,
             "etcd_request_duration_seconds_count",
@@ -140,13 +141,13 @@ def test_watches_are_long_running_and_their_events_counted(server: Server) -> No
     assert value(during, "apiserver_longrunning_requests", scope="namespace", **watch) == 1
     assert server.request("POST", CMS, {"metadata": {"name": "b"}})[0] == 201
     reader.join()
-    assert len(lines) == 2
+    assert len(lines) == 3  # ADDED kube-root-ca.crt and a (the initial state), then b
     after = scrape(server)
     assert value(after, "apiserver_longrunning_requests", **watch) == 0
     events = value(
         after, "apiserver_watch_events_total", group="", version="v1", resource="configmaps"
     )
-    assert events == 2
+    assert events == 3
     assert value(after, "apiserver_request_total", code="200", **watch) == 1
 
 

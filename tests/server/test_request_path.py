@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from harness import Server
+from harness import ROOT_CA, Server
 
 NS = "/api/v1/namespaces"
 CM = "/api/v1/namespaces/default/configmaps"
@@ -331,7 +331,8 @@ def test_collection_paths_serve_only_collection_verbs(server: Server) -> None:
     assert server.request("DELETE", "/api/v1/configmaps")[0] == 405
     code, everything = server.request("GET", "/api/v1/configmaps")
     assert code == 200
-    assert everything["items"] == []
+    # only the root CA ConfigMap of each namespace, as on any cluster
+    assert [i["metadata"]["name"] for i in everything["items"]] == [ROOT_CA] * 4
     _, services = server.request("GET", "/api/v1/namespaces/default/services")
     # only the Service every cluster has (default/kubernetes)
     assert [s["metadata"]["name"] for s in services["items"]] == ["kubernetes"]

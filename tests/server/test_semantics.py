@@ -8,7 +8,7 @@ import ssl
 import time
 import urllib.request
 
-from harness import Server
+from harness import ROOT_CA, Server
 
 CM = "/api/v1/namespaces/default/configmaps"
 DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
@@ -118,7 +118,13 @@ def test_watch_sends_added_modified_deleted(server: Server) -> None:
     server.request("DELETE", CM + "/w1")
     reader.join(10)
     got = [(e["type"], e["object"]["metadata"]["name"]) for e in lines]  # type: ignore[index]
-    assert got == [("ADDED", "w0"), ("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")]
+    assert got == [
+        ("ADDED", ROOT_CA),  # the initial state: the namespace's root CA ConfigMap, and w0
+        ("ADDED", "w0"),
+        ("ADDED", "w1"),
+        ("MODIFIED", "w1"),
+        ("DELETED", "w1"),
+    ]
 
 
 def test_watch_answers_200_before_the_first_event(server: Server) -> None:

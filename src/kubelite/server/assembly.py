@@ -1,8 +1,9 @@
 """One function that builds a complete kubelite server on a store: the catalogue, the kind
 table and registry, the admission chain (built-in plugins, admission policies, webhooks), the
-watch caches, the authenticator and authorizer, the CRD, namespace, ClusterRole aggregation and
-admission policy status controllers, the system namespaces, the bootstrap RBAC policy and the
-ASGI app. ``kubelite serve``, the tests'
+watch caches, the authenticator and authorizer, the CRD controller, the controller manager
+(namespace, ClusterRole aggregation, admission policy status, ServiceAccount and root CA
+controllers, run by the server that holds its Lease), the system namespaces, the bootstrap RBAC
+policy and the ASGI app. ``kubelite serve``, the tests'
 in-process servers and the testing plugin all use it, so each runs exactly what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
@@ -12,9 +13,10 @@ plane installs each group's storages); the generic modules never import the kind
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubelite.api.authn import ServiceAccountTokens, TokenAuthenticator
@@ -22,9 +24,13 @@ from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
+from kubelite.api.controllers.leaderelection import ElectionConfig
+from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
+from kubelite.api.controllers.rootcacert import RootCAPublisher
+from kubelite.api.controllers.serviceaccounts import ServiceAccountController
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
@@ -55,6 +61,8 @@ from kubelite.server.overload import Limits
 from kubelite.storage import Store, StoreOptions, open_store
 from kubelite.storage.timed import TimedStore
 
+log = logging.getLogger(__name__)
+
 RBAC, ALWAYS_ALLOW = "RBAC", "AlwaysAllow"
 AUTHORIZATION_MODES = (RBAC, ALWAYS_ALLOW)
 
@@ -70,9 +78,8 @@ class Assembly:
     registry: Registry
     caches: WatchCacheSet
     crd_controller: CRDController
-    namespace_controller: NamespaceController
-    aggregator: ClusterRoleAggregator
-    policy_status: PolicyStatusController
+    #: kube-controller-manager's controllers, run while this server holds the Lease
+    controllers: ControllerManager
     authenticator: TokenAuthenticator | None
     app: KubeliteApp
     metrics: APIMetrics | None = None
@@ -85,7 +92,6 @@ class Assembly:
     policies: AdmissionPolicies | None = None
     #: the admission webhooks in force (followed from the store)
     webhook_source: WebhookSource | None = None
-    garbage_collector: GarbageCollector | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -93,15 +99,11 @@ class Assembly:
             await self.policies.close()
         if self.rbac is not None:
             await self.rbac.close()
-        await self.aggregator.close()
-        await self.policy_status.close()
+        await self.controllers.close()
         if self.webhook_source is not None:
             await self.webhook_source.close()
         if self.webhooks is not None:
             await self.webhooks.close()
-        await self.namespace_controller.close()
-        if self.garbage_collector is not None:
-            await self.garbage_collector.close()
         await self.crd_controller.close()
         await self.caches.close()
 
@@ -118,6 +120,8 @@ async def assemble(
     audit: AuditLog | None = None,
     limits: Limits | None = None,
     authorization_mode: str = RBAC,
+    ca_pem: str | None = None,
+    leader_election: ElectionConfig | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -125,7 +129,10 @@ async def assemble(
     ``service_ranges`` the Service IP and node port ranges (default kube's); ``metrics``:
     serve ``/metrics`` and time the store's calls; ``audit``: the audit log (its opener
     closes it); ``limits`` the max-in-flight and request timeout limits (default kube's). The
-    request log line is on when debug logging is."""
+    request log line is on when debug logging is. ``ca_pem``: the CA that signs the serving
+    certificate, published in every namespace as ConfigMap ``kube-root-ca.crt`` (None: no
+    publisher). ``leader_election``: the Lease's durations (default kube's; on a store only
+    this process writes, a Lease left by a previous process is taken at once)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -159,16 +166,14 @@ async def assemble(
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
     await ensure_bootstrap_policy(registry, catalogue)
-    aggregator = ClusterRoleAggregator(registry, catalogue)
-    aggregator.start()
-    policy_status = PolicyStatusController(registry, catalogue)
-    policy_status.start()
-    namespace_controller = NamespaceController(
-        registry, catalogue, **(namespace_controller_options or {})
+    controllers = controller_manager(
+        registry, catalogue, backing, ca_pem, leader_election, namespace_controller_options
     )
-    namespace_controller.start()
-    garbage_collector = GarbageCollector(registry, catalogue)
-    garbage_collector.start()
+    await controllers.start()
+    if api_metrics is not None:
+        api_metrics.add_controllers(
+            controllers.queue_depths, lambda: controllers.leading, "kube-controller-manager"
+        )
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
@@ -217,9 +222,7 @@ async def assemble(
         registry,
         caches,
         crd_controller,
-        namespace_controller,
-        aggregator,
-        policy_status,
+        controllers,
         authenticator,
         app,
         api_metrics,
@@ -228,8 +231,41 @@ async def assemble(
         webhooks,
         policies,
         webhook_source,
-        garbage_collector,
     )
+
+
+def controller_manager(
+    registry: Registry,
+    catalogue: Catalogue,
+    store: Store,
+    ca_pem: str | None,
+    election: ElectionConfig | None,
+    namespace_controller_options: dict[str, Any] | None,
+) -> ControllerManager:
+    """kube-controller-manager's controllers, under kube's controller names, elected through
+    the Lease ``kube-system/kube-controller-manager``."""
+    election = election or ElectionConfig()
+    if store.exclusive and not election.exclusive_store:
+        election = replace(election, exclusive_store=True)
+    manager = ControllerManager(registry, catalogue, election=election)
+    manager.add(
+        "namespace-controller",
+        NamespaceController(registry, catalogue, **(namespace_controller_options or {})),
+    )
+    manager.add("clusterrole-aggregation-controller", ClusterRoleAggregator(registry, catalogue))
+    manager.add(
+        "validatingadmissionpolicy-status-controller", PolicyStatusController(registry, catalogue)
+    )
+    manager.add("garbage-collector-controller", GarbageCollector(registry, catalogue))
+    manager.add("serviceaccount-controller", ServiceAccountController(registry, catalogue))
+    if ca_pem is not None:
+        manager.add(
+            "root-ca-certificate-publisher-controller",
+            RootCAPublisher(registry, catalogue, ca_pem),
+        )
+    else:
+        log.info("no CA given: the root CA publisher (ConfigMap kube-root-ca.crt) does not run")
+    return manager
 
 
 @asynccontextmanager

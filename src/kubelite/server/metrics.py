@@ -15,6 +15,10 @@ in one test process).
   (``pkg/storage/etcd3/metrics``), counted in the store when scraped;
 - ``etcd_request_duration_seconds{operation,group,resource}`` from :mod:`kubelite.storage.timed`,
   for SQLite as for etcd (the names in 1.37 are ``group`` and ``resource``: ``type`` is gone);
+- ``workqueue_depth{name}`` (client-go's ``util/workqueue``), the queue of each controller the
+  controller manager holds (named as kube-controller-manager names its controllers), and
+  ``leader_election_master_status{name}`` (1 while this server holds the controller manager's
+  Lease), read from the controllers when scraped;
 - the process and platform collectors (``process_*``, ``python_info``).
 
 The three metrics every request feeds are :mod:`.tally`'s (plain values, families built when
@@ -22,6 +26,8 @@ scraped); the rest are prometheus-client's own.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -32,6 +38,8 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.request import RequestInfo
@@ -94,6 +102,34 @@ def clean_dry_run(request: Request) -> str:
     if value is None:
         return ""
     return value if value == "All" else "invalid"
+
+
+class ControllerGauges(Collector):
+    """``workqueue_depth`` and ``leader_election_master_status``, read when scraped."""
+
+    def __init__(
+        self, depths: Callable[[], Mapping[str, int]], leading: Callable[[], bool], lease: str
+    ) -> None:
+        self.depths = depths
+        self.leading = leading
+        self.lease = lease
+
+    def collect(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "workqueue_depth", "[ALPHA] Current depth of workqueue", labels=("name",)
+        )
+        for name, value in sorted(self.depths().items()):
+            depth.add_metric((name,), value)
+        yield depth
+        status = GaugeMetricFamily(
+            "leader_election_master_status",
+            "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 "
+            "indicates backup, 1 indicates master. 'name' is the string used to identify the "
+            "lease. Please make sure to group by name.",
+            labels=("name",),
+        )
+        status.add_metric((self.lease,), int(self.leading()))
+        yield status
 
 
 class APIMetrics:
@@ -168,6 +204,12 @@ class APIMetrics:
         # the store's series by (operation, key directory)
         self._store_children: dict[tuple[str, str], list[float]] = {}
         self._key_resources: dict[str, tuple[str, str]] = {}
+
+    def add_controllers(
+        self, depths: Callable[[], Mapping[str, int]], leading: Callable[[], bool], lease: str
+    ) -> None:
+        """Report the controller manager's queues and whether it holds ``lease``."""
+        self.registry.register(ControllerGauges(depths, leading, lease))
 
     # -- the filter's hooks ----------------------------------------------------------------------
 

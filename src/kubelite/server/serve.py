@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.api.authn import ServiceAccountTokens
+from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
@@ -63,6 +64,8 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)
     #: "RBAC" or "AlwaysAllow" (:data:`kubelite.server.assembly.AUTHORIZATION_MODES`)
     authorization_mode: str = "RBAC"
+    #: the controller manager's Lease (``--leader-elect-*``; kube's durations by default)
+    leader_election: ElectionConfig = field(default_factory=ElectionConfig)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -234,7 +237,10 @@ async def _serve(
             audit=audit,
             limits=options.limits,
             authorization_mode=options.authorization_mode,
+            ca_pem=tls.ca_cert.read_text(),
+            leader_election=options.leader_election,
         )
+        log.info("%s", server.controllers.describe())
         try:
             port = sock.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host

@@ -124,6 +124,10 @@ class Watch(abc.ABC):
 class Store(abc.ABC):
     """A versioned key-value store with compare-and-swap, history, watch and compaction."""
 
+    #: True when no other process can write this store while it is open (SQLite's writer holds
+    #: a lock on the file); False when several may (etcd: several servers share one prefix).
+    exclusive: bool = False
+
     @abc.abstractmethod
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
         """The key's value now, or as it was at ``revision``; None if not live then.

@@ -24,6 +24,7 @@ class TimedStore(Store):
     def __init__(self, store: Store, observe: Observer) -> None:
         self.inner = store
         self.observe = observe
+        self.exclusive = store.exclusive
 
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
         started = time.perf_counter()

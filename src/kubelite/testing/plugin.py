@@ -3,7 +3,9 @@
 - ``kubelite``: a running server (:class:`~kubelite.testing.servers.KubeliteServer`), one per
   session unless the test is marked ``@pytest.mark.kubelite(fresh=True)``, which gives it a
   server of its own, stopped after it.
-- ``kubelite_namespace``: a new namespace's name, deleted after the test.
+- ``kubelite_namespace``: a new namespace's name, once it holds what a cluster's controllers put
+  in every namespace (ServiceAccount ``default``, ConfigMap ``kube-root-ca.crt``); deleted
+  after the test.
 - ``--kubelite-mode`` (or the ``kubelite_mode`` ini option): ``in-process`` (the default: a
   thread of the test process) or ``subprocess`` (``kubelite serve``); the marker's ``mode=``
   chooses for one test (with ``fresh=True``).
@@ -22,8 +24,11 @@ import pytest
 
 from kubelite.client import NotFound
 from kubelite.testing.servers import DEFAULT_MODE, MODES, KubeliteServer, Mode, start_server
+from kubelite.testing.waiting import WaitTimeout, wait_for
 
 MARKER = "kubelite"
+#: what kube-controller-manager puts in every namespace
+NAMESPACE_DEFAULTS = (("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -114,12 +119,17 @@ def namespace_name(test_name: str) -> str:
 
 @pytest.fixture
 def kubelite_namespace(kubelite: KubeliteServer, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new namespace on ``kubelite`` for this test (its name); deleted afterwards, without
-    waiting for its contents to go."""
+    """A new namespace on ``kubelite`` for this test (its name), once its ServiceAccount
+    ``default`` and ConfigMap ``kube-root-ca.crt`` are there (a pod may then name the account,
+    and a list of the namespace's ConfigMaps does not change under the test); deleted
+    afterwards, without waiting for its contents to go."""
     name = namespace_name(request.node.name)
     with kubelite.client() as client:
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         try:
+            for kind, default in NAMESPACE_DEFAULTS:
+                with contextlib.suppress(WaitTimeout):  # a server without the controllers
+                    wait_for(client, "v1", kind, default, "create", namespace=name, timeout=10)
             yield name
         finally:
             if kubelite.failure() is None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.gcgraph import GraphBuilder, Identity, Node, OwnerRef, owner_refs
-from kubelite.api.controllers.workqueue import ShutDown, WorkQueue
+from kubelite.api.controllers.workqueue import WorkQueue
 from kubelite.api.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from kubelite.api.errors import APIError
 from kubelite.api.registry import Registry
@@ -104,28 +104,38 @@ class GarbageCollector:
         self.catalogue = catalogue
         self.workers = workers
         self.resync_seconds = resync_seconds
-        self.attempt_to_delete: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_delete")
-        self.attempt_to_orphan: WorkQueue[Node] = WorkQueue("garbage_collector_attempt_to_orphan")
-        queues = (self.attempt_to_delete, self.attempt_to_orphan)
-        self.graph = GraphBuilder(registry, catalogue, *queues, self._report_invalid)
+        self.attempt_to_delete: WorkQueue[Node] = WorkQueue(retry_min_seconds=0.005)
+        self.attempt_to_orphan: WorkQueue[Node] = WorkQueue(retry_min_seconds=0.005)
+        self.graph = self._graph()
         self._tasks: list[asyncio.Task[None]] = []
         self._synced = asyncio.Event()
         self._recording: set[asyncio.Task[None]] = set()
 
+    def _graph(self) -> GraphBuilder:
+        queues = (self.attempt_to_delete, self.attempt_to_orphan)
+        return GraphBuilder(self.registry, self.catalogue, *queues, self._report_invalid)
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Build the graph afresh (a leader that lost the Lease and leads again starts over,
+        as kube-controller-manager does) and run the collector."""
         if self._tasks:
             return
+        self.attempt_to_delete = WorkQueue(retry_min_seconds=0.005)
+        self.attempt_to_orphan = WorkQueue(retry_min_seconds=0.005)
+        self.graph = self._graph()
+        self._synced = asyncio.Event()
         self.graph.start()
         self._tasks = [asyncio.get_running_loop().create_task(self._run(), name="kubelite-gc")]
 
     async def close(self) -> None:
         self.attempt_to_delete.shut_down()
         self.attempt_to_orphan.shut_down()
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._recording]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
         await self.graph.close()
 
@@ -133,13 +143,10 @@ class GarbageCollector:
         """Until the graph holds every object of every kind it monitors and the workers run."""
         await self._synced.wait()
 
-    def depths(self) -> dict[str, int]:
-        """Each work queue's depth (kube's ``workqueue_depth`` series)."""
-        return {
-            "garbage_collector_graph_changes": self.graph.changes.qsize(),
-            self.attempt_to_delete.name: self.attempt_to_delete.depth,
-            self.attempt_to_orphan.name: self.attempt_to_orphan.depth,
-        }
+    def queue_depth(self) -> int:
+        """What waits in its queues: graph changes, items to delete and owners to orphan."""
+        changes = self.graph.changes.qsize()
+        return changes + len(self.attempt_to_delete) + len(self.attempt_to_orphan)
 
     async def _run(self) -> None:
         # the workers start once the monitors have listed their kinds, or (a kind that cannot
@@ -161,11 +168,7 @@ class GarbageCollector:
     # -- attempt to delete -----------------------------------------------------------------------
 
     async def _delete_worker(self) -> None:
-        while True:
-            try:
-                item = await self.attempt_to_delete.get()
-            except ShutDown:
-                return
+        while (item := await self.attempt_to_delete.get()) is not None:
             action = _Action.REQUEUE
             try:
                 action = await self._attempt_to_delete_worker(item)
@@ -279,11 +282,7 @@ class GarbageCollector:
     # -- attempt to orphan -----------------------------------------------------------------------
 
     async def _orphan_worker(self) -> None:
-        while True:
-            try:
-                owner = await self.attempt_to_orphan.get()
-            except ShutDown:
-                return
+        while (owner := await self.attempt_to_orphan.get()) is not None:
             action = _Action.REQUEUE
             try:
                 await self._orphan(owner)

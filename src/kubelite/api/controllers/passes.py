@@ -97,6 +97,11 @@ class PassController(ABC):
         async with self._idle:
             self._idle.notify_all()
 
+    def queue_depth(self) -> int:
+        """kube's ``workqueue_depth`` of a queue whose one key is the whole state: 1 while a
+        pass is flagged and not begun, else 0."""
+        return int(bool(self._tasks) and self._wake.is_set())
+
     async def wait_idle(self) -> None:
         """Wait for a pass begun after this call that had nothing left to do."""
         if not self._tasks:

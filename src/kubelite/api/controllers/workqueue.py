@@ -1,10 +1,17 @@
-"""client-go's rate-limiting work queue, on asyncio: an item added while queued is queued once;
-an item added while a worker holds it is queued again once the worker is done (so no two
-workers ever hold the same item); an item handed back with :meth:`WorkQueue.add_rate_limited`
-returns after a per-item exponential back-off, reset by :meth:`WorkQueue.forget`.
+"""The work queue of the controllers keyed by object (client-go's ``util/workqueue`` rate-limiting
+queue) on one event loop.
 
-Items are hashable; :attr:`WorkQueue.depth` (queued, not held) is what kube's
-``workqueue_depth`` metric shows.
+- A key added while queued is queued once; a key added while a worker processes it is processed
+  again after :meth:`WorkQueue.done` (never by two workers at once).
+- :meth:`WorkQueue.add_rate_limited` adds a key after its exponential back-off (from
+  ``retry_min_seconds``, doubling per failure, to ``retry_max_seconds``); :meth:`WorkQueue.forget`
+  resets it once the key succeeded.
+- :meth:`WorkQueue.shut_down` refuses new keys, drops queued and delayed ones and wakes the
+  workers, whose :meth:`WorkQueue.get` then returns None (a controller that stops leading must
+  not work off its queue, unlike client-go's ``ShutDown``, which drains it).
+
+``len()`` is the number of keys waiting (kube's ``workqueue_depth``); :meth:`WorkQueue.wait_idle`
+returns once no key waits or is being processed (keys waiting out a back-off do not count).
 """
 
 from __future__ import annotations
@@ -14,83 +21,97 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-T = TypeVar("T", bound=Hashable)
+K = TypeVar("K", bound=Hashable)
 
 
-class ShutDown(Exception):
-    """:meth:`WorkQueue.get` on a queue that was shut down."""
+class WorkQueue(Generic[K]):
+    """Keys are hashable: object keys (``namespace/name``) or the garbage collector's nodes."""
 
-
-class WorkQueue(Generic[T]):
-    """``base_delay`` doubles per failure of an item, up to ``max_delay`` (client-go's
-    ItemExponentialFailureRateLimiter; kube's default is 5 ms to 1000 s)."""
-
-    def __init__(self, name: str, *, base_delay: float = 0.005, max_delay: float = 30.0) -> None:
-        self.name = name
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self._queue: deque[T] = deque()
-        self._dirty: set[T] = set()
-        self._processing: set[T] = set()
-        self._failures: dict[T, int] = {}
-        self._ready = asyncio.Event()
-        self._timers: set[asyncio.TimerHandle] = set()
+    def __init__(self, *, retry_min_seconds: float = 0.05, retry_max_seconds: float = 30.0) -> None:
+        self.retry_min_seconds = retry_min_seconds
+        self.retry_max_seconds = retry_max_seconds
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._failures: dict[K, int] = {}
+        self._timers: dict[K, asyncio.TimerHandle] = {}
+        self._signal = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._shut = False
 
-    @property
-    def depth(self) -> int:
+    def __len__(self) -> int:
         return len(self._queue)
 
-    def add(self, item: T) -> None:
-        if self._shut or item in self._dirty:
+    @property
+    def shutting_down(self) -> bool:
+        return self._shut
+
+    def add(self, key: K) -> None:
+        if self._shut or key in self._dirty:
             return
-        self._dirty.add(item)
-        if item in self._processing:
-            return  # queued again by done()
-        self._queue.append(item)
-        self._notify()
+        self._dirty.add(key)
+        self._idle.clear()
+        if key not in self._processing:
+            self._queue.append(key)
+            self._signal.set()
 
-    def add_rate_limited(self, item: T) -> None:
-        failures = self._failures.get(item, 0)
-        self._failures[item] = failures + 1
-        delay = min(self.base_delay * 2**failures, self.max_delay)
-        loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle | None = None
-
-        def fire() -> None:
-            assert handle is not None
-            self._timers.discard(handle)
-            self.add(item)
-
-        handle = loop.call_later(delay, fire)
-        self._timers.add(handle)
-
-    def forget(self, item: T) -> None:
-        self._failures.pop(item, None)
-
-    async def get(self) -> T:
-        while not self._queue and not self._shut:
-            self._ready.clear()
-            await self._ready.wait()
+    def add_after(self, key: K, delay: float) -> None:
+        """Add ``key`` after ``delay`` seconds (the earliest of several pending adds wins)."""
         if self._shut:
-            raise ShutDown
-        item = self._queue.popleft()
-        self._processing.add(item)
-        self._dirty.discard(item)
-        return item
+            return
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        pending = self._timers.get(key)
+        if pending is not None and pending.when() <= loop.time() + delay:
+            return
+        if pending is not None:
+            pending.cancel()
+        self._timers[key] = loop.call_later(delay, self._fire, key)
 
-    def done(self, item: T) -> None:
-        self._processing.discard(item)
-        if item in self._dirty:
-            self._queue.append(item)
-            self._notify()
+    def add_rate_limited(self, key: K) -> None:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay = self.retry_min_seconds * 2.0 ** min(failures, 32)
+        self.add_after(key, min(delay, self.retry_max_seconds))
+
+    def forget(self, key: K) -> None:
+        self._failures.pop(key, None)
+
+    async def get(self) -> K | None:
+        """The next key, marked as being processed; None once shut down and empty."""
+        while not self._queue or self._shut:
+            if self._shut:
+                return None
+            self._signal.clear()
+            await self._signal.wait()
+        key = self._queue.popleft()
+        self._dirty.discard(key)
+        self._processing.add(key)
+        return key
+
+    def done(self, key: K) -> None:
+        """The worker finished ``key``: queue it again if it was added meanwhile."""
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._queue.append(key)
+            self._signal.set()
+        elif not self._queue and not self._processing:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
 
     def shut_down(self) -> None:
         self._shut = True
-        for handle in self._timers:
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
         self._timers.clear()
-        self._notify()
+        self._signal.set()
+        self._idle.set()
 
-    def _notify(self) -> None:
-        self._ready.set()
+    def _fire(self, key: K) -> None:
+        self._timers.pop(key, None)
+        self.add(key)

@@ -59,6 +59,8 @@ class SqliteStore(Store):
     """Open with ``await SqliteStore.open(path)``; ``path=None`` gives a private store in RAM
     that is deleted on close."""
 
+    exclusive = True  # the writer holds ``<db>.lock`` while the store is open
+
     def __init__(
         self, path: str, writer: Writer, options: StoreOptions, tempdir: str | None
     ) -> None:
