@@ -166,14 +166,6 @@ async def assemble(
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
     await ensure_bootstrap_policy(registry, catalogue)
-    controllers = controller_manager(
-        registry, catalogue, backing, ca_pem, leader_election, namespace_controller_options
-    )
-    await controllers.start()
-    if api_metrics is not None:
-        api_metrics.add_controllers(
-            controllers.queue_depths, lambda: controllers.leading, "kube-controller-manager"
-        )
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
@@ -195,6 +187,15 @@ async def assemble(
         if token is not None:
             kinds.authorizer = authorizer
             kinds.rbac_settled = rbac.settled
+    # the controllers write through the whole admission chain, so they start once it is built
+    controllers = controller_manager(
+        registry, catalogue, backing, ca_pem, leader_election, namespace_controller_options
+    )
+    await controllers.start()
+    if api_metrics is not None:
+        api_metrics.add_controllers(
+            controllers.queue_depths, lambda: controllers.leading, "kube-controller-manager"
+        )
     stopping = asyncio.Event()
 
     async def informers_synced() -> None:
