@@ -92,3 +92,17 @@ def test_one_server_runs_the_controllers_and_the_other_takes_over_after_sigkill(
         lambda: get(second, "/api/v1/namespaces/after/configmaps/kube-root-ca.crt"),
         "kube-root-ca.crt in the new namespace",
     )
+    # the garbage collector runs there too: a dependent of a deleted owner is collected
+    cms = "/api/v1/namespaces/after/configmaps"
+    status, owner = second.request("POST", cms, {"metadata": {"name": "owner"}})
+    assert status == 201
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+    }
+    status, _ = second.request("POST", cms, {"metadata": {"name": "dep", "ownerReferences": [ref]}})
+    assert status == 201
+    second.request("DELETE", cms + "/owner")
+    eventually(lambda: get(second, cms + "/dep") is None, "the dependent collected")
