@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import Enum
 from typing import Any
@@ -157,8 +158,10 @@ class GarbageCollector:
             log.warning("garbage collector: not every kind could be listed; collecting anyway")
         loop = asyncio.get_running_loop()
         for i in range(self.workers):
-            self._tasks.append(loop.create_task(self._delete_worker(), name=f"kubelite-gc-d{i}"))
-            self._tasks.append(loop.create_task(self._orphan_worker(), name=f"kubelite-gc-o{i}"))
+            deleting = self._worker(self.attempt_to_delete, self._attempt_to_delete_worker)
+            orphaning = self._worker(self.attempt_to_orphan, self._orphan)
+            self._tasks.append(loop.create_task(deleting, name=f"kubelite-gc-delete-{i}"))
+            self._tasks.append(loop.create_task(orphaning, name=f"kubelite-gc-orphan-{i}"))
         self._synced.set()
         log.debug("garbage collector: %d kinds monitored", self.graph.monitor_count)
         while True:
@@ -167,21 +170,27 @@ class GarbageCollector:
 
     # -- attempt to delete -----------------------------------------------------------------------
 
-    async def _delete_worker(self) -> None:
-        while (item := await self.attempt_to_delete.get()) is not None:
+    async def _worker(
+        self, queue: WorkQueue[Node], attempt: Callable[[Node], Awaitable[_Action]]
+    ) -> None:
+        """Work off ``queue`` until it is shut down; an item that fails comes back after its
+        back-off (client-go's processNextWorkItem)."""
+        while (item := await queue.get()) is not None:
             action = _Action.REQUEUE
             try:
-                action = await self._attempt_to_delete_worker(item)
+                action = await attempt(item)
             except asyncio.CancelledError:
                 raise
+            except (APIError, _NoMapping) as exc:
+                log.debug("garbage collector: %s: %s; retrying", item.identity, exc)
             except Exception:
                 log.exception("garbage collector: error syncing %s", item.identity)
             finally:
-                self.attempt_to_delete.done(item)
+                queue.done(item)
             if action is _Action.FORGET:
-                self.attempt_to_delete.forget(item)
+                queue.forget(item)
             else:
-                self.attempt_to_delete.add_rate_limited(item)
+                queue.add_rate_limited(item)
 
     async def _attempt_to_delete_worker(self, item: Node) -> _Action:
         if self.graph.uid_to_node.get(item.identity.uid) is not item:
@@ -190,9 +199,6 @@ class GarbageCollector:
             await self._attempt_to_delete_item(item)
         except (_VirtualDelete, _NamespacedOwnerOfClusterScoped):
             return _Action.FORGET
-        except (APIError, _NoMapping) as exc:
-            log.debug("garbage collector: %s: %s; retrying", item.identity, exc)
-            return _Action.REQUEUE
         # a virtual node is looked at again until a monitor observes it (kube issue 56121)
         return _Action.FORGET if item.observed else _Action.REQUEUE
 
@@ -281,26 +287,7 @@ class GarbageCollector:
 
     # -- attempt to orphan -----------------------------------------------------------------------
 
-    async def _orphan_worker(self) -> None:
-        while (owner := await self.attempt_to_orphan.get()) is not None:
-            action = _Action.REQUEUE
-            try:
-                await self._orphan(owner)
-                action = _Action.FORGET
-            except asyncio.CancelledError:
-                raise
-            except (APIError, _NoMapping) as exc:
-                log.debug("garbage collector: orphaning for %s: %s", owner.identity, exc)
-            except Exception:
-                log.exception("garbage collector: orphaning for %s failed", owner.identity)
-            finally:
-                self.attempt_to_orphan.done(owner)
-            if action is _Action.FORGET:
-                self.attempt_to_orphan.forget(owner)
-            else:
-                self.attempt_to_orphan.add_rate_limited(owner)
-
-    async def _orphan(self, owner: Node) -> None:
+    async def _orphan(self, owner: Node) -> _Action:
         uid = owner.identity.uid
 
         async def orphan(dependent: Node) -> None:
@@ -309,6 +296,7 @@ class GarbageCollector:
 
         await asyncio.gather(*(orphan(d) for d in list(owner.dependents)))
         await self._remove_finalizer(owner, ORPHAN_FINALIZER)
+        return _Action.FORGET
 
     # -- reads and writes ------------------------------------------------------------------------
 
