@@ -37,6 +37,7 @@ from dataclasses import replace
 from enum import Enum
 from typing import Any
 
+from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.gcgraph import GraphBuilder, Identity, Node, OwnerRef, owner_refs
 from kubelite.api.controllers.workqueue import WorkQueue
@@ -80,10 +81,6 @@ class _NamespacedOwnerOfClusterScoped(Exception):
 
 class _NoMapping(Exception):
     """An ownerReference's apiVersion and kind are not served (now)."""
-
-
-class _Unchanged(Exception):
-    """An update function found nothing to change."""
 
 
 class GarbageCollector:
@@ -354,17 +351,30 @@ class GarbageCollector:
             await self.registry.delete(info, namespace, identity.name, options)
 
     async def _update(self, item: Node, change: Any) -> None:
-        """Apply ``change`` (the item's metadata, changed in place; :class:`_Unchanged` when
-        there is nothing to do) in the store's optimistic loop, as a patch would; the item gone
-        or replaced is a :class:`_VirtualDelete`."""
+        """Apply ``change`` (the item's metadata, changed in place; left alone when there is
+        nothing to do) in the store's optimistic loop, as a patch would; the item gone is a
+        :class:`_VirtualDelete`, another object of its name a 409 (kube's uid precondition).
+
+        The update function only ever answers with an object or an APIError: the store may
+        first call it with the object this server last wrote, and it reads the key again
+        before it lets an error or a no-op computed from that guess stand."""
         identity = item.identity
         info = self._info(identity.api_version, identity.kind)
         storage = self.registry.storage(info)
         assert isinstance(storage, Updater)
 
         async def updated(current: Obj | None) -> Obj:
-            if current is None or current["metadata"].get("uid") != identity.uid:
-                raise _VirtualDelete
+            if current is None:
+                raise errors.not_found(info.plural, info.group, identity.name)
+            uid = current["metadata"].get("uid")
+            if uid != identity.uid:
+                raise errors.conflict(
+                    info.kind,
+                    info.group,
+                    identity.name,
+                    f"the UID in the precondition ({identity.uid}) does not match the UID in "
+                    f"record ({uid}). The object might have been deleted and then recreated",
+                )
             obj = clone(current)
             change(obj["metadata"])
             return obj
@@ -372,11 +382,6 @@ class GarbageCollector:
         ctx = Context(self._namespace(info, identity))
         try:
             await storage.update(ctx, identity.name, updated, WriteOptions(field_manager=MANAGER))
-        except _Unchanged:
-            return
-        except _VirtualDelete:
-            self.graph.enqueue_virtual_delete(identity)
-            raise
         except APIError as exc:
             if exc.code != 404:
                 raise
@@ -388,7 +393,7 @@ class GarbageCollector:
             refs = meta.get("ownerReferences") or []
             kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") in uids)]
             if len(kept) == len(refs):
-                raise _Unchanged
+                return
             if kept:
                 meta["ownerReferences"] = kept
             else:
@@ -400,8 +405,6 @@ class GarbageCollector:
         def unblock(meta: Obj) -> None:
             refs = meta.get("ownerReferences") or []
             blocked = [r for r in refs if isinstance(r, dict) and r.get("blockOwnerDeletion")]
-            if not blocked:
-                raise _Unchanged
             for ref in blocked:
                 ref["blockOwnerDeletion"] = False
 
@@ -411,7 +414,7 @@ class GarbageCollector:
         def remove(meta: Obj) -> None:
             finalizers = meta.get("finalizers") or []
             if finalizer not in finalizers:
-                raise _Unchanged
+                return
             kept = [f for f in finalizers if f != finalizer]
             if kept:
                 meta["finalizers"] = kept
