@@ -106,7 +106,6 @@ class GarbageCollector:
         self.attempt_to_orphan: WorkQueue[Node] = WorkQueue(retry_min_seconds=0.005)
         self.graph = self._graph()
         self._tasks: list[asyncio.Task[None]] = []
-        self._synced = asyncio.Event()
         self._recording: set[asyncio.Task[None]] = set()
 
     def _graph(self) -> GraphBuilder:
@@ -123,7 +122,6 @@ class GarbageCollector:
         self.attempt_to_delete = WorkQueue(retry_min_seconds=0.005)
         self.attempt_to_orphan = WorkQueue(retry_min_seconds=0.005)
         self.graph = self._graph()
-        self._synced = asyncio.Event()
         self.graph.start()
         self._tasks = [asyncio.get_running_loop().create_task(self._run(), name="kubelite-gc")]
 
@@ -136,10 +134,6 @@ class GarbageCollector:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
         await self.graph.close()
-
-    async def wait_synced(self) -> None:
-        """Until the graph holds every object of every kind it monitors and the workers run."""
-        await self._synced.wait()
 
     def queue_depth(self) -> int:
         """What waits in its queues: graph changes, items to delete and owners to orphan."""
@@ -159,7 +153,6 @@ class GarbageCollector:
             orphaning = self._worker(self.attempt_to_orphan, self._orphan)
             self._tasks.append(loop.create_task(deleting, name=f"kubelite-gc-delete-{i}"))
             self._tasks.append(loop.create_task(orphaning, name=f"kubelite-gc-orphan-{i}"))
-        self._synced.set()
         log.debug("garbage collector: %d kinds monitored", self.graph.monitor_count)
         while True:
             await asyncio.sleep(self.resync_seconds)
