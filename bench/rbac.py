@@ -4,8 +4,9 @@ on a server with ``--authorization-mode RBAC`` against one with ``AlwaysAllow``,
 
 Both servers run side by side (pinned to CPU 0, wrk to CPU 1) and are measured in alternating
 rounds with the same wrk scripts as ``bench/api.py`` (conflict-checked PUTs of 64 ConfigMaps,
-and GETs of one by name), as user ``bench`` with a token from ``kubelite kubeconfig``, so every
-request is decided by the authorizer (an administrator in ``system:masters`` would bypass RBAC).
+and GETs of one by name), as service account ``bench`` with a token from its TokenRequest (wrk
+sends no client certificates), so every request is decided by the authorizer (an administrator
+in ``system:masters`` would bypass RBAC).
 Every other feature is on, as ``kubelite serve`` runs by default.
 
 Run:
@@ -17,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,14 +42,18 @@ def start(parent: Path, mode: str) -> base.Proc:
     return proc
 
 
-def user_token(proc: base.Proc, user: str) -> str:
-    out = subprocess.run(
-        [base.PYTHON, "-m", "kubelite", "kubeconfig", "--user", user, "--data-dir",
-         str(proc.data_dir)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    token: str = json.loads(out.stdout)["users"][0]["user"]["token"]
-    return token
+BENCH = {"kind": "ServiceAccount", "name": "bench", "namespace": base.NS_PUT}
+BENCH_USER = f"system:serviceaccount:{base.NS_PUT}:bench"
+
+
+async def account_token(proc: base.Proc) -> str:
+    """A token of the service account ``bench`` (TokenRequest, as ``kubectl create token``)."""
+    async with base.Api(proc) as api:
+        path = f"/api/v1/namespaces/{base.NS_PUT}/serviceaccounts/bench/token"
+        status, out = await api.call("POST", path, {"spec": {"expirationSeconds": 86400}})
+        assert status == 201, out
+        token: str = out["status"]["token"]
+        return token
 
 
 def _role(name: str, ns: str) -> dict[str, Any]:
@@ -62,11 +65,15 @@ def _role(name: str, ns: str) -> dict[str, Any]:
 
 
 def _binding(name: str, ns: str | None, kind: str, role: str, user: str) -> dict[str, Any]:
+    subject = {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
+    return _bound(name, ns, kind, role, subject)
+
+
+def _bound(name: str, ns: str | None, kind: str, role: str, subject: dict[str, str]) -> Any:
     meta: dict[str, Any] = {"name": name, **({"namespace": ns} if ns else {})}
     return {"metadata": meta,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
-            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io",
-                          "name": user}]}  # fmt: skip
+            "subjects": [subject]}  # fmt: skip
 
 
 async def fill(proc: base.Proc, names: list[str]) -> dict[str, str]:
@@ -100,7 +107,9 @@ async def fill(proc: base.Proc, names: list[str]) -> dict[str, str]:
                        "verbs": ["get", "list", "create", "update"]}],
         })  # fmt: skip
         await post(f"{RBAC_API}/namespaces/{base.NS_PUT}/rolebindings",
-                   _binding("bench", base.NS_PUT, "Role", "bench", "bench"))  # fmt: skip
+                   _bound("bench", base.NS_PUT, "Role", "bench", BENCH))  # fmt: skip
+        await post(f"/api/v1/namespaces/{base.NS_PUT}/serviceaccounts",
+                   {"metadata": {"name": "bench"}})  # fmt: skip
         return await api.create_many(base.NS_PUT, names, {"payload": base.PAYLOAD})
 
 
@@ -126,9 +135,10 @@ def decision_costs() -> dict[str, float]:
         index.put("clusterrolebindings", crb)
     index.put("roles", {"metadata": {"name": "bench", "namespace": base.NS_PUT}, "rules": [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"]}]})  # fmt: skip
-    index.put("rolebindings", _binding("bench", base.NS_PUT, "Role", "bench", "bench"))
+    index.put("rolebindings", _bound("bench", base.NS_PUT, "Role", "bench", BENCH))
     authorizer = RBACAuthorizer(index)
-    user = User("bench", ("system:authenticated",))
+    groups = ("system:serviceaccounts", f"system:serviceaccounts:{base.NS_PUT}")
+    user = User(BENCH_USER, (*groups, "system:authenticated"))
     attrs = RequestInfo(f"/api/v1/namespaces/{base.NS_PUT}/configmaps/cas-0", "get", True, "api",
                         "", "v1", base.NS_PUT, "configmaps", "", "cas-0")  # fmt: skip
     assert authorizer.authorize(user, attrs).allowed
@@ -154,7 +164,7 @@ def main() -> int:
         try:
             names = [f"cas-{i}" for i in range(base.CONNECTIONS)]
             rvs = {mode: uvloop.run(fill(proc, names)) for mode, proc in servers.items()}
-            tokens = {mode: user_token(proc, "bench") for mode, proc in servers.items()}
+            tokens = {mode: uvloop.run(account_token(proc)) for mode, proc in servers.items()}
             cas, static = parent / "cas_put.lua", parent / "static.lua"
             cas.write_text(base.LUA_CAS_PUT)
             static.write_text(base.LUA_STATIC)

@@ -21,6 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--data-dir", default="./kubelite-data", help="database, token and kubeconfig")
     s.add_argument("--bind-address", default="127.0.0.1")
     s.add_argument("--port", type=int, default=6443, help="0 picks a free port")
+    s.add_argument(
+        "--client-cert-port",
+        type=int,
+        default=None,
+        help="where x509 client certificates are authenticated (default: --port + 1; "
+        "a free port with --port 0)",
+    )
     s.add_argument("--storage", default=None, help="storage URL (default: SQLite in the data dir)")
     s.add_argument(
         "--history-seconds",
@@ -128,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser(
         "kubeconfig",
         help="print a kubeconfig that acts as a user in groups (for testing RBAC)",
-        description="Writes a kubeconfig for the server of --data-dir whose credential is a "
-        "token signed with the server's key, authenticating as --user in each --group (and "
-        "system:authenticated). What the user may do is what RBAC grants it.",
+        description="Writes a kubeconfig for the server of --data-dir whose credential is an "
+        "x509 client certificate the server's CA signs (CN --user, an O per --group), "
+        "authenticating as --user in each --group (and system:authenticated) on the server's "
+        "client-certificate port. What the user may do is what RBAC grants it.",
     )
     k.add_argument("--user", required=True, type=_user_name, help="the user name, e.g. alice")
     k.add_argument("--group", action="append", default=[], help="a group of the user (repeatable)")
@@ -205,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=args.data_dir,
             bind_address=args.bind_address,
             port=args.port,
+            client_cert_port=args.client_cert_port,
             storage=args.storage,
             history_seconds=args.history_seconds,
             history_revisions=args.history_revisions,
@@ -327,8 +336,8 @@ def _duration(text: str) -> float:
 
 
 def _validity(text: str) -> float:
-    """A token's validity: a duration of a whole second up to 2^32 seconds (what a token's
-    expiry can say; less would write a kubeconfig whose token never works)."""
+    """A certificate's validity: a duration of a whole second up to 2^32 seconds (less would
+    write a kubeconfig whose certificate has expired before it is used)."""
     seconds = _duration(text)
     if not 1 <= seconds <= 1 << 32:  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"invalid validity {text!r}: from 1s up to 2^32 seconds")
@@ -336,7 +345,7 @@ def _validity(text: str) -> float:
 
 
 def _user_name(text: str) -> str:
-    """A user name: not empty (the server authenticates no token of an empty name)."""
+    """A user name: not empty (a certificate without a CN authenticates no one)."""
     if not text:
         raise argparse.ArgumentTypeError("a user name may not be empty")
     return text

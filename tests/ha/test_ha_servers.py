@@ -13,9 +13,6 @@ See tests/ha/load.py for the writers' receipts and the watchers' checks.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 
 from harness import Server
@@ -197,14 +194,9 @@ def test_a_binding_written_on_one_server_comes_into_force_on_the_other(
     the first allows alice on the second, and its deletion ends that. (The delay is the watch's,
     measured in milliseconds here; the 30 s bound only keeps a broken watch from hanging.)"""
     first, second = start_pair(cluster, servers, 0, 1)
-    out = subprocess.run(
-        [sys.executable, "-m", "kubelite", "kubeconfig", "--user", "alice", "--data-dir",
-         str(first.data_dir)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    alice = json.loads(out.stdout)["users"][0]["user"]["token"]
+    alice = first.user_certificate("alice")  # signed by the CA both servers share
     configmaps = "/api/v1/namespaces/default/configmaps"
-    assert second.request("GET", configmaps, token=alice)[0] == 403
+    assert second.request("GET", configmaps, cert=alice)[0] == 403
     binding = {
         "metadata": {"name": "alice-view"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
@@ -213,11 +205,11 @@ def test_a_binding_written_on_one_server_comes_into_force_on_the_other(
     rolebindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
     assert first.request("POST", rolebindings, binding)[0] == 201
     written = time.monotonic()
-    while second.request("GET", configmaps, token=alice)[0] != 200:
+    while second.request("GET", configmaps, cert=alice)[0] != 200:
         assert time.monotonic() - written < 30, "never in force on the other server"
         time.sleep(0.02)
     assert first.request("DELETE", f"{rolebindings}/alice-view")[0] == 200
     deleted = time.monotonic()
-    while second.request("GET", configmaps, token=alice)[0] != 403:
+    while second.request("GET", configmaps, cert=alice)[0] != 403:
         assert time.monotonic() - deleted < 30, "still in force on the other server"
         time.sleep(0.02)

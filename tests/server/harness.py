@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import ssl
@@ -86,6 +87,30 @@ class Server:
         reader.start()
         return reader, lines
 
+    @property
+    def cert_url(self) -> str:
+        """The listener that authenticates x509 client certificates."""
+        return (self.data_dir / "client-cert-server").read_text().strip()
+
+    def user_certificate(self, user: str, *groups: str) -> tuple[Path, Path]:
+        """A client certificate and its key, as files, from the kubeconfig ``kubelite
+        kubeconfig --user`` writes (kept beside them as ``<user>.kubeconfig``)."""
+        kubeconfig = self.data_dir.parent / f"{user}.kubeconfig"
+        subprocess.run(
+            [sys.executable, "-m", "kubelite", "kubeconfig", "--user", user,
+             *(arg for group in groups for arg in ("--group", group)),
+             "--data-dir", str(self.data_dir), "-o", str(kubeconfig)],
+            check=True,
+        )  # fmt: skip
+        config = json.loads(kubeconfig.read_text())
+        assert config["users"][0]["name"] == user
+        assert config["clusters"][0]["cluster"]["server"] == self.cert_url
+        credentials = config["users"][0]["user"]
+        paths = (self.data_dir.parent / f"{user}.crt", self.data_dir.parent / f"{user}.key")
+        for path, field in zip(paths, ("client-certificate-data", "client-key-data"), strict=True):
+            path.write_bytes(base64.b64decode(credentials[field]))
+        return paths
+
     def request(
         self,
         method: str,
@@ -94,14 +119,22 @@ class Server:
         content_type: str = "application/json",
         token: str | None = "default",
         raw: bytes | None = None,
+        cert: tuple[Path, Path] | None = None,
     ) -> tuple[int, dict[str, object]]:
+        """One request; ``cert``: a client certificate and key, sent to :attr:`cert_url` (with
+        no token unless one is named)."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        url = (self.url if cert is None else self.cert_url) + path
+        req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", content_type)
-        if token is not None:
-            req.add_header("Authorization", f"Bearer {self.token if token == 'default' else token}")
+        if token == "default" and cert is None:
+            token = self.token
+        if token not in (None, "default"):
+            req.add_header("Authorization", f"Bearer {token}")
         context = ssl.create_default_context(cafile=str(self.data_dir / "ca.crt"))
+        if cert is not None:
+            context.load_cert_chain(*cert)
         try:
             with urllib.request.urlopen(req, timeout=30, context=context) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")

@@ -19,7 +19,7 @@ import pytest
 from harness import Server, start_server, stop_server
 from test_audit_log import events_of
 from test_metrics_endpoint import raw_request
-from test_rbac_http import RBAC, binding, create, role, user, user_token
+from test_rbac_http import RBAC, binding, create, role, user, user_cert
 from webhookserver import Reply, WebhookServer, allow, review_answer, webhook_server
 
 from etcdcluster import EtcdCluster
@@ -734,8 +734,8 @@ def test_match_conditions_ask_the_authorizer(server: Server, hooks: WebhookServe
         f"{RBAC}/namespaces/default/rolebindings",
         binding("cm-writer", "Role", "cm-writer", [user("dev")], "default"),
     )
-    token = user_token(server, "dev")
-    code, answer = server.request("POST", CMS, configmap("by-dev"), token=token)
+    dev = user_cert(server, "dev")
+    code, answer = server.request("POST", CMS, configmap("by-dev"), cert=dev)
     assert code == 400, answer
     assert len(hooks.calls_to("/deny")) == 1
 

@@ -6,33 +6,23 @@ outlives the binding that allowed it (shared/spec/rbac.md §1-§5, §11)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harness import Server, start_server, stop_server
 
-from kubelite.api.authn import ServiceAccountTokens
-
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 
-def user_token(server: Server, user: str, *groups: str) -> str:
-    """The token of a kubeconfig ``kubelite kubeconfig`` writes for ``user`` in ``groups``."""
-    args = ["kubeconfig", "--user", user, "--data-dir", str(server.data_dir)]
-    for group in groups:
-        args += ["--group", group]
-    out = subprocess.run(
-        [sys.executable, "-m", "kubelite", *args], capture_output=True, text=True, check=True
-    )
-    config = json.loads(out.stdout)
-    assert config["users"][0]["name"] == user
-    assert config["clusters"][0]["cluster"]["server"] == server.url
-    token: str = config["users"][0]["user"]["token"]
-    return token
+Cert = tuple[Path, Path]
+
+
+def user_cert(server: Server, user: str, *groups: str) -> Cert:
+    """The client certificate of a kubeconfig ``kubelite kubeconfig`` writes for ``user`` in
+    ``groups``."""
+    return server.user_certificate(user, *groups)
 
 
 def role(name: str, rules: list[dict[str, Any]], namespace: str = "default") -> dict[str, Any]:
@@ -64,16 +54,16 @@ def create(server: Server, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def plain_status(server: Server, path: str, token: str | None = None) -> int:
+def plain_status(server: Server, path: str, who: Cert | None = None) -> int:
     """The status of a GET whose answer is not JSON (``/readyz``), anonymous by default."""
     import ssl
     import urllib.error
     import urllib.request
 
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    req = urllib.request.Request(server.url + path)
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
+    req = urllib.request.Request((server.url if who is None else server.cert_url) + path)
+    if who is not None:
+        context.load_cert_chain(*who)
     try:
         with urllib.request.urlopen(req, context=context, timeout=10) as resp:
             return int(resp.status)
@@ -81,16 +71,17 @@ def plain_status(server: Server, path: str, token: str | None = None) -> int:
         return err.code
 
 
-def forbidden_message(server: Server, method: str, path: str, token: str | None) -> str:
+def forbidden_message(server: Server, method: str, path: str, who: Cert | None) -> str:
+    """The 403 message of a request with the client certificate ``who`` (None: anonymous)."""
     code, body = server.request(method, path, {} if method in ("POST", "PUT") else None,
-                                token=token)  # fmt: skip
+                                token=None, cert=who)  # fmt: skip
     assert code == 403, body
     assert body["reason"] == "Forbidden"
     return str(body["message"])
 
 
 def test_every_request_shape_gets_kube_forbidden_text(server: Server) -> None:
-    alice = user_token(server, "alice")
+    alice = user_cert(server, "alice")
     server.request("POST", CMS, {"metadata": {"name": "cm"}})
     cases = [
         ("GET", f"{CMS}/cm",
@@ -121,14 +112,15 @@ def test_every_request_shape_gets_kube_forbidden_text(server: Server) -> None:
     ]  # fmt: skip
     for method, path, message in cases:
         assert forbidden_message(server, method, path, alice) == message, path
-    _, body = server.request("GET", f"{CMS}/cm", token=alice)
+    _, body = server.request("GET", f"{CMS}/cm", cert=alice)
     assert body["details"] == {"name": "cm", "kind": "configmaps"}
-    _, body = server.request("GET", "/metrics", token=alice)
+    _, body = server.request("GET", "/metrics", cert=alice)
     assert body["details"] == {}
     # what every authenticated user may do: discovery, whoami, can-i
-    assert server.request("GET", "/api", token=alice)[0] == 200
-    assert server.request("GET", "/version", token=alice)[0] == 200
-    kubectl = server.kubectl("--token", alice, "get", "configmaps", check=False)
+    assert server.request("GET", "/api", cert=alice)[0] == 200
+    assert server.request("GET", "/version", cert=alice)[0] == 200
+    kubeconfig = str(server.data_dir.parent / "alice.kubeconfig")
+    kubectl = server.kubectl("get", "configmaps", check=False, env={"KUBECONFIG": kubeconfig})
     assert kubectl.returncode == 1
     assert (
         'Error from server (Forbidden): configmaps is forbidden: User "alice" cannot list '
@@ -152,10 +144,10 @@ def test_anonymous_requests_are_system_anonymous(server: Server) -> None:
 
 
 def test_kubelite_endpoints_need_cluster_admin(server: Server) -> None:
-    alice = user_token(server, "alice", "devs")
+    alice = user_cert(server, "alice", "devs")
     devs = [{"kind": "Group", "name": "devs"}]
     create(server, f"{RBAC}/clusterrolebindings", binding("devs-edit", "ClusterRole", "edit", devs))
-    code, body = server.request("POST", "/kubelite/v1/compact", {"revision": 1}, token=alice)
+    code, body = server.request("POST", "/kubelite/v1/compact", {"revision": 1}, cert=alice)
     assert code == 403, body
     assert body["message"].startswith('forbidden: User "alice" cannot post path "/kubelite/')
 
@@ -163,42 +155,42 @@ def test_kubelite_endpoints_need_cluster_admin(server: Server) -> None:
 def test_a_role_binding_grants_in_its_namespace_only_and_stops_when_deleted(
     server: Server,
 ) -> None:
-    alice = user_token(server, "alice")
+    alice = user_cert(server, "alice")
     server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
     create(server, f"{RBAC}/namespaces/default/roles",
            role("cm-reader", [{"apiGroups": [""], "resources": ["configmaps"],
                                "verbs": ["get", "list", "watch"]}]))  # fmt: skip
-    assert server.request("GET", CMS, token=alice)[0] == 403
+    assert server.request("GET", CMS, cert=alice)[0] == 403
     create(server, f"{RBAC}/namespaces/default/rolebindings",
            binding("alice-reads", "Role", "cm-reader", [user("alice")], "default"))  # fmt: skip
     # the binding's write answers after the authorizer has seen it: no waiting
-    assert server.request("GET", CMS, token=alice)[0] == 200
-    assert server.request("GET", "/api/v1/namespaces/other/configmaps", token=alice)[0] == 403
-    assert server.request("GET", "/api/v1/configmaps", token=alice)[0] == 403
-    assert server.request("POST", CMS, {"metadata": {"name": "x"}}, token=alice)[0] == 403
+    assert server.request("GET", CMS, cert=alice)[0] == 200
+    assert server.request("GET", "/api/v1/namespaces/other/configmaps", cert=alice)[0] == 403
+    assert server.request("GET", "/api/v1/configmaps", cert=alice)[0] == 403
+    assert server.request("POST", CMS, {"metadata": {"name": "x"}}, cert=alice)[0] == 403
     assert server.request("DELETE", f"{RBAC}/namespaces/default/rolebindings/alice-reads")[0] == 200
-    assert server.request("GET", CMS, token=alice)[0] == 403
+    assert server.request("GET", CMS, cert=alice)[0] == 403
 
 
 def test_cluster_roles_bound_to_groups_and_in_a_namespace(server: Server) -> None:
-    alice, bob = user_token(server, "alice", "devs"), user_token(server, "bob")
+    alice, bob = user_cert(server, "alice", "devs"), user_cert(server, "bob")
     server.request("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
     devs = [{"kind": "Group", "name": "devs"}]
     create(server, f"{RBAC}/clusterrolebindings", binding("devs-view", "ClusterRole", "view", devs))
-    assert server.request("GET", "/api/v1/pods", token=alice)[0] == 200
-    assert server.request("GET", "/apis/apps/v1/deployments", token=alice)[0] == 200
-    assert server.request("GET", "/api/v1/secrets", token=alice)[0] == 403  # view has no secrets
-    assert server.request("GET", "/api/v1/pods", token=bob)[0] == 403
+    assert server.request("GET", "/api/v1/pods", cert=alice)[0] == 200
+    assert server.request("GET", "/apis/apps/v1/deployments", cert=alice)[0] == 200
+    assert server.request("GET", "/api/v1/secrets", cert=alice)[0] == 403  # view has no secrets
+    assert server.request("GET", "/api/v1/pods", cert=bob)[0] == 403
     create(server, f"{RBAC}/namespaces/team/rolebindings",
            binding("bob-edit", "ClusterRole", "edit", [user("bob")], "team"))  # fmt: skip
     team_cms = "/api/v1/namespaces/team/configmaps"
-    assert server.request("POST", team_cms, {"metadata": {"name": "b"}}, token=bob)[0] == 201
-    assert server.request("GET", "/api/v1/namespaces/team/secrets", token=bob)[0] == 200
-    assert server.request("POST", CMS, {"metadata": {"name": "b"}}, token=bob)[0] == 403
+    assert server.request("POST", team_cms, {"metadata": {"name": "b"}}, cert=bob)[0] == 201
+    assert server.request("GET", "/api/v1/namespaces/team/secrets", cert=bob)[0] == 200
+    assert server.request("POST", CMS, {"metadata": {"name": "b"}}, cert=bob)[0] == 403
 
 
 def test_resource_names_subresources_and_field_selected_watches(server: Server) -> None:
-    alice = user_token(server, "alice")
+    alice = user_cert(server, "alice")
     for name in ("one", "two"):
         server.request("POST", CMS, {"metadata": {"name": name}})
     server.request("POST", "/apis/apps/v1/namespaces/default/deployments", DEPLOYMENT)
@@ -209,20 +201,20 @@ def test_resource_names_subresources_and_field_selected_watches(server: Server) 
     ]))  # fmt: skip
     create(server, f"{RBAC}/namespaces/default/rolebindings",
            binding("alice-narrow", "Role", "narrow", [user("alice")], "default"))  # fmt: skip
-    assert server.request("GET", f"{CMS}/one", token=alice)[0] == 200
-    assert server.request("GET", f"{CMS}/two", token=alice)[0] == 403
-    assert server.request("GET", CMS, token=alice)[0] == 403  # a list has no name
+    assert server.request("GET", f"{CMS}/one", cert=alice)[0] == 200
+    assert server.request("GET", f"{CMS}/two", cert=alice)[0] == 403
+    assert server.request("GET", CMS, cert=alice)[0] == 403  # a list has no name
     selected = f"{CMS}?fieldSelector=metadata.name%3Done"
-    assert server.request("GET", selected, token=alice)[0] == 200
-    code, _ = server.request("GET", f"{selected}&watch=1&timeoutSeconds=1", token=alice)
+    assert server.request("GET", selected, cert=alice)[0] == 200
+    code, _ = server.request("GET", f"{selected}&watch=1&timeoutSeconds=1", cert=alice)
     assert code == 200
     deployments = "/apis/apps/v1/namespaces/default/deployments/web"
-    assert server.request("GET", f"{deployments}/scale", token=alice)[0] == 200
-    assert server.request("GET", deployments, token=alice)[0] == 403
+    assert server.request("GET", f"{deployments}/scale", cert=alice)[0] == 200
+    assert server.request("GET", deployments, cert=alice)[0] == 403
 
 
 def test_non_resource_urls_with_prefix_wildcards(server: Server) -> None:
-    alice = user_token(server, "alice")
+    alice = user_cert(server, "alice")
     create(server, f"{RBAC}/clusterroles", {
         "metadata": {"name": "probe"},
         "rules": [{"nonResourceURLs": ["/metrics", "/readyz/*"], "verbs": ["get"]}],
@@ -236,7 +228,7 @@ def test_non_resource_urls_with_prefix_wildcards(server: Server) -> None:
 
 def test_a_running_watch_outlives_its_binding_and_a_new_one_is_refused(server: Server) -> None:
     """kube authorizes a watch when it starts; removing the binding refuses the next one."""
-    alice = user_token(server, "alice")
+    alice = user_cert(server, "alice")
     create(server, f"{RBAC}/namespaces/default/roles", role("cm-watch", [
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]))  # fmt: skip
     create(server, f"{RBAC}/namespaces/default/rolebindings",
@@ -246,21 +238,21 @@ def test_a_running_watch_outlives_its_binding_and_a_new_one_is_refused(server: S
     server.request("POST", CMS, {"metadata": {"name": "after"}})
     names = [e["object"]["metadata"]["name"] for e in watcher.events() if e["type"] == "ADDED"]
     assert "after" in names
-    assert server.request("GET", f"{CMS}?watch=1&timeoutSeconds=1", token=alice)[0] == 403
+    assert server.request("GET", f"{CMS}?watch=1&timeoutSeconds=1", cert=alice)[0] == 403
 
 
 class WatchAs:
     """A watch as another user, read in the background until the server ends it."""
 
-    def __init__(self, server: Server, path: str, token: str) -> None:
+    def __init__(self, server: Server, path: str, who: Cert) -> None:
         import ssl
         import threading
         import urllib.request
 
         self.lines: list[Any] = []
         context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-        req = urllib.request.Request(server.url + path)
-        req.add_header("Authorization", f"Bearer {token}")
+        context.load_cert_chain(*who)
+        req = urllib.request.Request(server.cert_url + path)
         self.response = urllib.request.urlopen(req, context=context, timeout=30)
 
         def read() -> None:
@@ -297,9 +289,9 @@ def always_allow(tmp_path: Path) -> Any:
 
 
 def test_always_allow_mode_allows_every_authenticated_request(always_allow: Server) -> None:
-    alice = user_token(always_allow, "alice")
-    assert always_allow.request("GET", "/api/v1/secrets", token=alice)[0] == 200
-    assert always_allow.request("POST", CMS, {"metadata": {"name": "a"}}, token=alice)[0] == 201
+    alice = user_cert(always_allow, "alice")
+    assert always_allow.request("GET", "/api/v1/secrets", cert=alice)[0] == 200
+    assert always_allow.request("POST", CMS, {"metadata": {"name": "a"}}, cert=alice)[0] == 201
     # as before RBAC: anonymous requests only reach the public paths
     assert always_allow.request("GET", "/version", token=None)[0] == 200
     assert always_allow.request("GET", "/api/v1/pods", token=None)[0] == 401
@@ -347,10 +339,10 @@ def test_every_verb_on_namespaced_and_cluster_scoped_kinds_and_subresources(
     server.request("POST", CMS, {"metadata": {"name": "cm"}})
     for i, (group, resource, namespaced, verb, method, path, body) in enumerate(cases):
         who = f"user-{i}"
-        token = ServiceAccountTokens(server.token).issue_user(who, [], 3600)
+        cert = server.user_certificate(who)
         others = [v for v in VERBS if v != verb]
         grant(server, f"all-but-{i}", group, resource, others, who, namespaced)
-        code, refused = send(server, method, path, body, token)
+        code, refused = send(server, method, path, body, cert)
         assert code == 403, (verb, path, refused)
         scope = 'in the namespace "default"' if namespaced else "at the cluster scope"
         assert (
@@ -358,7 +350,7 @@ def test_every_verb_on_namespaced_and_cluster_scoped_kinds_and_subresources(
             in (refused["message"])
         ), refused
         grant(server, f"only-{i}", group, resource, [verb], who, namespaced)
-        code, served = send(server, method, path, body, token)
+        code, served = send(server, method, path, body, cert)
         assert code in (200, 201), (verb, path, served)
         if method == "DELETE" and path == f"{CMS}/cm":
             server.request("POST", CMS, {"metadata": {"name": "cm"}})
@@ -382,21 +374,22 @@ def grant(
 
 
 def send(
-    server: Server, method: str, path: str, body: Any, token: str
+    server: Server, method: str, path: str, body: Any, cert: tuple[Path, Path]
 ) -> tuple[int, dict[str, Any]]:
-    """One request as ``token``; of a watch only whether its stream begins."""
+    """One request with the client certificate ``cert``; of a watch only whether its stream
+    begins."""
     if "watch=1" in path:
         import ssl
         import urllib.error
         import urllib.request
 
-        req = urllib.request.Request(server.url + path)
-        req.add_header("Authorization", f"Bearer {token}")
+        req = urllib.request.Request(server.cert_url + path)
         context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+        context.load_cert_chain(*cert)
         try:
             with urllib.request.urlopen(req, context=context, timeout=10) as resp:
                 return int(resp.status), {}  # the stream began: served
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read())
     content_type = MERGE if method == "PATCH" else "application/json"
-    return server.request(method, path, body, content_type=content_type, token=token)
+    return server.request(method, path, body, content_type=content_type, token=None, cert=cert)

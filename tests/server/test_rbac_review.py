@@ -10,7 +10,7 @@ import ssl
 from typing import Any
 
 from harness import Server
-from test_rbac_http import binding, create, role, user, user_token
+from test_rbac_http import Cert, binding, create, role, user, user_cert
 
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -27,10 +27,10 @@ def test_only_a_collection_list_or_watch_is_named_by_its_field_selector(server: 
     create(server, f"{RBAC}/namespaces/default/roles", role("watch-a", rules))
     create(server, f"{RBAC}/namespaces/default/rolebindings",
            binding("eve-a", "Role", "watch-a", [user("eve")], "default"))  # fmt: skip
-    eve = user_token(server, "eve")
+    eve = user_cert(server, "eve")
     one = "&fieldSelector=metadata.name%3Da"
-    assert server.request("GET", f"{CMS}?watch=1&timeoutSeconds=1{one}", token=eve)[0] == 200
-    assert server.request("GET", f"{CMS}?limit=1{one}", token=eve)[0] == 200
+    assert server.request("GET", f"{CMS}?watch=1&timeoutSeconds=1{one}", cert=eve)[0] == 200
+    assert server.request("GET", f"{CMS}?limit=1{one}", cert=eve)[0] == 200
     refused = [
         f"/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=1{one}",
         f"/api/v1/watch/namespaces/default/configmaps/b?timeoutSeconds=1{one}",
@@ -38,15 +38,15 @@ def test_only_a_collection_list_or_watch_is_named_by_its_field_selector(server: 
         f"{CMS}?fieldSelector=metadata.name%3Da%2Fb",
     ]
     for path in refused:
-        code, status = server.request("GET", path, token=eve)
+        code, status = server.request("GET", path, cert=eve)
         assert code == 403, (path, status)
-    code, status = server.request("GET", f"{CMS}/b?watch=1{one}", token=eve)
+    code, status = server.request("GET", f"{CMS}/b?watch=1{one}", cert=eve)
     assert status["message"] == (
         'configmaps "b" is forbidden: User "eve" cannot get resource "configmaps" in API group '
         '"" in the namespace "default"'
     )
     code, status = server.request("GET", f"/api/v1/watch/namespaces/default/configmaps?{one}",
-                                  token=eve)  # fmt: skip
+                                  cert=eve)  # fmt: skip
     assert status["message"] == (
         'configmaps is forbidden: User "eve" cannot watch resource "configmaps" in API group '
         '"" in the namespace "default"'
@@ -62,11 +62,17 @@ def call(
     headers: list[tuple[str, str]],
     token: str | None = "default",
     body: object = None,
+    cert: Cert | None = None,
 ) -> tuple[int, Any]:
     """A GET (a POST of ``body``) with ``headers`` sent as they are (repeated, any case; a
-    str's code points up to U+00FF each one byte, as http.client writes them)."""
-    host, port = server.url.removeprefix("https://").rsplit(":", 1)
+    str's code points up to U+00FF each one byte, as http.client writes them); with a client
+    certificate ``cert`` (and no token), to the server's client-certificate listener."""
+    url = server.url if cert is None else server.cert_url
+    host, port = url.removeprefix("https://").rsplit(":", 1)
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    if cert is not None:
+        context.load_cert_chain(*cert)
+        token = None
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
     data = None if body is None else json.dumps(body).encode()
     try:
@@ -102,11 +108,11 @@ def test_header_bytes_that_are_not_utf8_are_no_internal_error(server: Server) ->
     })  # fmt: skip
     create(server, f"{RBAC}/clusterrolebindings",
            binding("bob-imp", "ClusterRole", "imp-alice", [user("bob")]))  # fmt: skip
-    bob = user_token(server, "bob")
-    code, status = call(server, CMS, [("Impersonate-User", "al\xffce")], bob)
+    bob = user_cert(server, "bob")
+    code, status = call(server, CMS, [("Impersonate-User", "al\xffce")], cert=bob)
     assert (code, status["details"]) == (403, {"name": "al\ufffdce", "kind": "users"})
     code, status = call(server, CMS, [("Impersonate-User", "alice"),
-                                      ("Impersonate-Group", "d\xe9v")], bob)  # fmt: skip
+                                      ("Impersonate-Group", "d\xe9v")], cert=bob)  # fmt: skip
     assert (code, status["details"]) == (403, {"name": "d\ufffdv", "kind": "groups"})
 
 
@@ -120,10 +126,10 @@ def test_an_extra_key_with_a_malformed_escape_is_kept_as_sent(server: Server) ->
     })  # fmt: skip
     create(server, f"{RBAC}/clusterrolebindings",
            binding("bob-imp", "ClusterRole", "imp-alice", [user("bob")]))  # fmt: skip
-    bob = user_token(server, "bob")
+    bob = user_cert(server, "bob")
     for sent, key in (("Scopes%2FA%41", "scopes/aA"), ("A%zz%41", "a%zz%41")):
-        code, status = call(server, CMS, [("Impersonate-User", "alice"),
-                                          (f"Impersonate-Extra-{sent}", "v")], bob)  # fmt: skip
+        headers = [("Impersonate-User", "alice"), (f"Impersonate-Extra-{sent}", "v")]
+        code, status = call(server, CMS, headers, cert=bob)
         assert code == 403
         assert status["message"] == (
             f'userextras.authentication.k8s.io "v" is forbidden: User "bob" cannot impersonate '
@@ -225,12 +231,12 @@ def test_of_a_repeated_user_or_uid_header_the_first_counts_even_when_empty(
     })  # fmt: skip
     create(server, f"{RBAC}/clusterrolebindings",
            binding("bob-imp", "ClusterRole", "imp-all", [user("bob")]))  # fmt: skip
-    bob = user_token(server, "bob")
+    bob = user_cert(server, "bob")
     whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
 
     def who(*headers: tuple[str, str]) -> tuple[int, Any]:
-        return call(server, whoami, list(headers), bob, body)
+        return call(server, whoami, list(headers), body=body, cert=bob)
 
     code, answer = who(("Impersonate-User", ""), ("Impersonate-User", "alice"))
     assert (code, answer["status"]["userInfo"]["username"]) == (201, "bob")

@@ -10,11 +10,10 @@ that share its token. A token authenticates only while it has not expired, names
 server's audience, and its service account still exists with the same uid (kube-apiserver's
 "legacy" and bound-token checks, without pod binding).
 
-:class:`TokenAuthenticator` is the server's authenticator: the admin token, a service account
-token whose account still exists with the same uid, or a user token that
-``kubelite kubeconfig --user NAME --group G`` signed with the same key (kube-apiserver would
-take an x509 client certificate here; kubelite's HTTP server, granian, does not hand the
-application the client's certificate, so a signed token carries the same user and groups).
+:class:`TokenAuthenticator` is the server's bearer-token authenticator: the admin token, or a
+service account token whose account still exists with the same uid. :func:`certificate_user` is
+its x509 authenticator: a client certificate the data dir's CA signed (``kubelite kubeconfig
+--user NAME --group G`` writes one) is the user its subject's CN names, in each O as a group.
 What each user may do is the authorizer's decision (:mod:`kubelite.api.authorizer`).
 """
 
@@ -24,12 +23,17 @@ import base64
 import hashlib
 import hmac
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import NameOID
 
 from kubelite.api import errors
 from kubelite.api.errors import Cause
@@ -42,9 +46,11 @@ ISSUER = API_AUDIENCE
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600
 MAX_EXPIRATION = 1 << 32
-#: the audience of the user tokens ``kubelite kubeconfig --user`` writes
-USER_AUDIENCE = "kubelite-user"
 AUTHENTICATED_GROUP = "system:authenticated"
+#: user.CredentialIDKey: what credential authenticated the request
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
+#: the subject attribute kube reads a certificate user's uid from (asn1util.X509UID)
+UID_OID = x509.ObjectIdentifier("1.3.6.1.4.1.57683.2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,42 +156,6 @@ class ServiceAccountTokens:
         except (KeyError, TypeError):
             return None
 
-    def issue_user(
-        self, name: str, groups: list[str], expiration: int, now: float | None = None
-    ) -> str:
-        """A token that authenticates as user ``name`` in ``groups`` (and
-        ``system:authenticated``) until ``expiration`` seconds from now: what
-        ``kubelite kubeconfig --user`` writes."""
-        issued = int(time.time() if now is None else now)
-        claims = {
-            "aud": [USER_AUDIENCE],
-            "exp": issued + expiration,
-            "iat": issued,
-            "iss": ISSUER,
-            "nbf": issued,
-            "sub": name,
-            "groups": groups,
-        }
-        signing_input = f"{_HEADER}.{_b64(orjson.dumps(claims))}"
-        return f"{signing_input}.{self._sign(signing_input)}"
-
-    def verify_user(self, token: str, now: float | None = None) -> User | None:
-        """The user of a token from :meth:`issue_user`, while it is valid."""
-        claims = self._claims(token, now)
-        try:
-            if claims["aud"] != [USER_AUDIENCE]:
-                return None
-            name, groups = claims["sub"], claims["groups"]
-            if not isinstance(name, str) or not name or not isinstance(groups, list):
-                return None
-            if not all(isinstance(g, str) for g in groups):
-                return None
-        except (KeyError, TypeError):
-            return None
-        if AUTHENTICATED_GROUP not in groups:
-            groups = [*groups, AUTHENTICATED_GROUP]
-        return User(name, tuple(groups))
-
     def _claims(self, token: str, now: float | None) -> Any:
         """A signed token's claims while it is within its validity, else an empty dict."""
         parts = token.split(".")
@@ -285,9 +255,6 @@ class TokenAuthenticator:
         """The user a bearer token authenticates (also what a TokenReview asks), or None."""
         if hmac.compare_digest(token.encode(), self._admin):
             return ADMIN
-        user = self.tokens.verify_user(token)
-        if user is not None:
-            return user
         claim = self.tokens.verify(token)
         if claim is None or API_AUDIENCE not in claim.audiences:
             return None
@@ -295,3 +262,56 @@ class TokenAuthenticator:
         if account is None or account["metadata"].get("uid") != claim.uid:
             return None
         return claim.user()
+
+
+class CertificateError(Exception):
+    """A verified client certificate kube's x509 authenticator still refuses (401)."""
+
+
+def certificate_user(pem: str, now: float | None = None) -> User | None:
+    """kube's x509 authenticator (``CommonNameUserConversion``) on a client certificate the TLS
+    layer verified against the server's CA: the subject's CN is the user (the last CN, as Go's
+    ``pkix.Name``), each O a group, the UID attribute its uid, and the certificate's SHA-256
+    the credential id. None when the subject has no CN (the request is then authenticated as
+    if it had no certificate); :class:`CertificateError` when it is outside its validity (a
+    connection may outlive it) or names more than one uid or an empty one."""
+    name, groups, uid, fingerprint, not_before, not_after = _certificate_fields(pem)
+    current = time.time() if now is None else now
+    if not not_before <= current <= not_after:
+        raise CertificateError("the client certificate has expired or is not yet valid")
+    if not name:
+        return None
+    if len(uid) > 1:
+        raise CertificateError(f"expected 1 UID, but found multiple: [{' '.join(uid)}]")
+    if uid and not uid[0]:
+        raise CertificateError("UID cannot be an empty string")
+    extra = ((CREDENTIAL_ID, (f"X509SHA256={fingerprint}",)),)
+    if AUTHENTICATED_GROUP not in groups:
+        groups = (*groups, AUTHENTICATED_GROUP)
+    return User(name, groups, uid[0] if uid else "", extra)
+
+
+@lru_cache(maxsize=256)
+def _certificate_fields(
+    pem: str,
+) -> tuple[str, tuple[str, ...], tuple[str, ...], str, float, float]:
+    """What :func:`certificate_user` reads of a certificate, parsed once per certificate (a
+    connection sends the same one with every request)."""
+    cert = x509.load_pem_x509_certificate(pem.encode())
+
+    def values(oid: x509.ObjectIdentifier) -> tuple[str, ...]:
+        return tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(oid))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a CN over X.509's 64 characters is fine
+        common_names, groups, uids = (
+            values(oid) for oid in (NameOID.COMMON_NAME, NameOID.ORGANIZATION_NAME, UID_OID)
+        )
+    return (
+        common_names[-1] if common_names else "",
+        groups,
+        uids,
+        hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest(),
+        cert.not_valid_before_utc.timestamp(),
+        cert.not_valid_after_utc.timestamp(),
+    )

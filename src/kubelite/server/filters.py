@@ -14,7 +14,8 @@ DefaultBuildHandlerChain):
 - **request info** parses the request once (:func:`kubelite.server.requestinfo.request_info`);
   every later filter and handler reads ``request.info``.
 - **http log** writes one line per request when debug logging is on (:mod:`.httplog`).
-- **authentication** sets ``request.user``: a bearer token must be valid on every path (401
+- **authentication** sets ``request.user``: a verified client certificate's user (x509, before
+  tokens, as kube's); else a bearer token, which must be valid on every path (401
   otherwise); a request without one (or whose ``Authorization`` header is another scheme) is
   ``system:anonymous``, allowed only on the public paths (``/healthz``, ``/livez``,
   ``/readyz``, ``/version``) and refused with 401 elsewhere, or everywhere the authorizer
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 import orjson
 
 from kubelite.api import errors
-from kubelite.api.authn import ANONYMOUS, User
+from kubelite.api.authn import ANONYMOUS, CertificateError, User, certificate_user
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.errors import APIError
 from kubelite.api.names import path_segment_errors
@@ -189,13 +190,20 @@ def with_authentication(
     async def authenticate(request: Request, send: Send) -> None:
         header = request.headers.get("authorization")
         token = None if header is None else bearer_token(header)
-        if token is not None:
+        try:
+            certified, refused = _certificate_user(request), False
+        except CertificateError as exc:
+            log.info("client certificate refused: %s", exc)
+            certified, refused = None, True
+        if certified is not None:
+            request.user = certified
+        elif token is not None:
             user = await authenticator.authenticate(f"Bearer {token}")
             if user is None:
                 request.refused = True
                 raise errors.unauthorized()
             request.user = user
-        elif anonymous or _path(request) in PUBLIC_PATHS:
+        elif not refused and (anonymous or _path(request) in PUBLIC_PATHS):
             request.user = ANONYMOUS
         else:
             request.refused = True
@@ -203,6 +211,18 @@ def with_authentication(
         await inner(request, send)
 
     return authenticate
+
+
+def _certificate_user(request: Request) -> User | None:
+    """The user of the request's verified client certificate (only the client-certificate
+    listener, :mod:`.clientcerts`, passes one), as kube's x509 authenticator, which comes before
+    its token authenticators: a certificate whose subject has no CN falls through to them, one
+    out of its validity is 401 unless a token authenticates the request (kube's union of
+    authenticators: the first that succeeds)."""
+    tls = request.scope.get("extensions", {}).get("tls")
+    if not tls or not tls["client_cert_chain"]:
+        return None
+    return certificate_user(tls["client_cert_chain"][0])
 
 
 def bearer_token(header: str) -> str | None:

@@ -2,7 +2,9 @@
 
 The data directory (mode 0700, locked by one server at a time) holds the SQLite database
 (``state.db``, 0600), the admin token (``token``, 0600, generated on first start), the CA and
-serving certificate, and a ``kubeconfig`` that kubectl and the client libraries accept as-is.
+serving certificate, a ``kubeconfig`` that kubectl and the client libraries accept as-is, and
+``client-cert-server``: the URL of the listener that takes x509 client certificates
+(:mod:`kubelite.server.clientcerts`; ``kubelite kubeconfig --user`` names it).
 Servers over one etcd share one CA and token (:mod:`kubelite.server.credentials`).
 SIGINT/SIGTERM stop accepting, end watch streams, finish in-flight requests and close the store.
 """
@@ -23,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubelite.api.authn import ServiceAccountTokens
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
+from kubelite.server.clientcerts import ClientCertListener
 from kubelite.server.credentials import share_credentials
 from kubelite.server.http import serve_http
 from kubelite.server.overload import Limits
@@ -40,7 +42,12 @@ from kubelite.server.startup import (
     open_store_checked,
     private_file,
 )
-from kubelite.server.tls import ServingFiles, ensure_ca, ensure_serving_files
+from kubelite.server.tls import (
+    ServingFiles,
+    ensure_ca,
+    ensure_serving_files,
+    issue_client_certificate,
+)
 from kubelite.storage import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,8 @@ class ServeOptions:
     data_dir: str = "./kubelite-data"
     bind_address: str = "127.0.0.1"
     port: int = 6443
+    #: the client-certificate listener's port (None: the next port, or a free one with port 0)
+    client_cert_port: int | None = None
     storage: str | None = None
     history_seconds: float = 300.0
     history_revisions: int = 1000
@@ -80,15 +89,16 @@ def load_or_create_token(data_dir: Path) -> str:
 
 
 def kubeconfig_document(
-    server: str, ca_pem: bytes, user: str, token: str, namespace: str = "default"
+    server: str, ca_pem: bytes, user: str, credentials: dict[str, str], namespace: str = "default"
 ) -> dict[str, Any]:
-    """A complete kubeconfig: cluster ``kubelite``, ``user`` with ``token``, one context."""
+    """A complete kubeconfig: cluster ``kubelite``, ``user`` with ``credentials`` (a token, or
+    client-certificate-data and client-key-data), one context."""
     cluster = {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "kubelite", "cluster": cluster}],
-        "users": [{"name": user, "user": {"token": token}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [
             {
                 "name": "kubelite",
@@ -102,7 +112,7 @@ def kubeconfig_document(
 
 def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> Path:
     """The administrator's kubeconfig (JSON is YAML), written atomically, mode 0600."""
-    config = kubeconfig_document(server, ca_cert.read_bytes(), "kubelite-admin", token)
+    config = kubeconfig_document(server, ca_cert.read_bytes(), "kubelite-admin", {"token": token})
     path = data_dir / "kubeconfig"
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -112,24 +122,30 @@ def write_kubeconfig(data_dir: Path, server: str, token: str, ca_cert: Path) -> 
     return path
 
 
+CLIENT_CERT_SERVER = "client-cert-server"
+
+
 def user_kubeconfig(
     data_dir: Path, user: str, groups: list[str], expiration: float, namespace: str
 ) -> dict[str, Any]:
-    """A kubeconfig for the server of ``data_dir`` that authenticates as ``user`` in
-    ``groups`` for ``expiration`` seconds (``kubelite kubeconfig``): the data dir's admin
-    kubeconfig names the server, and its token signs the user's."""
+    """A kubeconfig for the server of ``data_dir`` whose client certificate (signed by the data
+    dir's CA, valid ``expiration`` seconds) authenticates as ``user`` in ``groups``
+    (``kubelite kubeconfig``). It names the server's client-certificate listener."""
     try:
-        admin = json.loads((data_dir / "kubeconfig").read_text())
-        token = (data_dir / "token").read_text().strip()
+        server = (data_dir / CLIENT_CERT_SERVER).read_text().strip()
         ca_pem = (data_dir / "ca.crt").read_bytes()
-    except (OSError, ValueError) as exc:
+        (data_dir / "ca.key").stat()
+    except OSError as exc:
         raise StartupError(
             f"{data_dir} holds no server's credentials ({exc}); "
             "run `kubelite serve --data-dir` there first"
         ) from None
-    server = admin["clusters"][0]["cluster"]["server"]
-    signed = ServiceAccountTokens(token).issue_user(user, groups, int(expiration))
-    return kubeconfig_document(server, ca_pem, user, signed, namespace)
+    cert, key = issue_client_certificate(data_dir, user, groups, expiration)
+    credentials = {
+        "client-certificate-data": base64.b64encode(cert).decode(),
+        "client-key-data": base64.b64encode(key).decode(),
+    }
+    return kubeconfig_document(server, ca_pem, user, credentials, namespace)
 
 
 def prepare_data_dir(options: ServeOptions) -> tuple[Path, str, ServingFiles]:
@@ -178,7 +194,12 @@ async def serve(
         held.callback(data_dir.release)
         sock = bind(options.bind_address, options.port)
         held.callback(sock.close)  # a no-op once granian served on it (serve_http detaches it)
-        await _serve(options, data_dir.path, sock, audit, on_ready, stop)
+        cert_port = options.client_cert_port
+        if cert_port is None:
+            cert_port = options.port + 1 if options.port else 0
+        cert_sock = bind(options.bind_address, cert_port, "--client-cert-port")
+        held.callback(cert_sock.close)
+        await _serve(options, data_dir.path, (sock, cert_sock), audit, on_ready, stop)
     if stop is None:
         print("kubelite stopped", file=sys.stderr, flush=True)
 
@@ -204,7 +225,7 @@ def open_audit_log(options: ServeOptions) -> AuditLog | None:
 async def _serve(
     options: ServeOptions,
     data_dir: Path,
-    sock: socket.socket,
+    socks: tuple[socket.socket, socket.socket],
     audit: AuditLog | None,
     on_ready: Callable[[str, Path], None],
     stop: asyncio.Event | None,
@@ -241,14 +262,20 @@ async def _serve(
             leader_election=options.leader_election,
         )
         log.info("%s", server.controllers.describe())
+        sock, cert_sock = socks
+        shown = f"[{host}]" if ":" in host else host
+        certificates = ClientCertListener(server.app, cert_sock, tls)
         try:
-            port = sock.getsockname()[1]
-            shown = f"[{host}]" if ":" in host else host
-            server_url = f"https://{shown}:{port}"
+            await certificates.start()
+            cert_url = f"https://{shown}:{cert_sock.getsockname()[1]}"
+            (data_dir / CLIENT_CERT_SERVER).write_text(cert_url + "\n")
+            log.info("client certificates are authenticated on %s", cert_url)
+            server_url = f"https://{shown}:{sock.getsockname()[1]}"
             kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
             on_ready(server_url, kubeconfig)
             await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop)
         finally:
+            await certificates.close()
             await server.close()
     finally:
         await store.close()

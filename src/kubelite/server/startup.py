@@ -93,16 +93,16 @@ def check_tls_names(names: tuple[str, ...]) -> None:
             )
 
 
-def bind(address: str, port: int) -> socket.socket:
-    """The listening socket, or a one-line reason it cannot be had."""
+def bind(address: str, port: int, flag: str = "--port") -> socket.socket:
+    """The listening socket, or a one-line reason it cannot be had (``flag`` sets the port)."""
     try:
         return listen(address, port)
     except OSError as exc:
         where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
         if exc.errno == errno.EADDRINUSE:
-            detail = "is in use; stop what listens there, or pick another --port (0: any free)"
+            detail = f"is in use; stop what listens there, or pick another {flag} (0: any free)"
         elif exc.errno == errno.EACCES:
-            detail = "needs privileges; pick a --port above 1023"
+            detail = f"needs privileges; pick a {flag} above 1023"
         elif exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
             detail = "is not an address of this machine; check --bind-address"
         else:
@@ -110,7 +110,7 @@ def bind(address: str, port: int) -> socket.socket:
         raise StartupError(f"{where} {detail}") from None
     except (socket.gaierror, UnicodeError, ValueError, OverflowError) as exc:
         raise StartupError(
-            f"cannot listen on {address!r} port {port} ({exc}); check --bind-address and --port"
+            f"cannot listen on {address!r} port {port} ({exc}); check --bind-address and {flag}"
         ) from None
 
 

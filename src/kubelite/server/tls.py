@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +131,38 @@ def _canonical(host: str) -> str:
         return str(ipaddress.ip_address(host))
     except ValueError:
         return host
+
+
+def issue_client_certificate(
+    data_dir: Path, user: str, groups: list[str], seconds: float
+) -> tuple[bytes, bytes]:
+    """A client certificate the data dir's CA signs for ``user`` (the CN) in ``groups`` (one O
+    each), valid for ``seconds``: what ``kubelite kubeconfig --user`` writes. Returns the
+    certificate and its key, PEM."""
+    ca_cert, ca_key = ensure_ca(data_dir)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    with warnings.catch_warnings():
+        # no length limit on the names (X.509's is 64 for a CN, cryptography warns beyond it):
+        # kube's users and groups have none, and Go reads longer ones
+        warnings.simplefilter("ignore", UserWarning)
+        subject = x509.Name(
+            [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g, _validate=False) for g in groups]
+            + [x509.NameAttribute(NameOID.COMMON_NAME, user, _validate=False)]
+        )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(seconds=seconds))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False), True
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
