@@ -497,14 +497,19 @@ class Catalogue:
 
 
 def _package_dir(name: str) -> Path:
-    """Where package ``name`` lives, found without importing (executing) it."""
+    """Where package ``name`` lives, found without importing (executing) it or its parents
+    (``find_spec`` of a dotted name imports the parent: for ``lightkube.resources``, the whole
+    lightkube client, a fifth of a server's start-up)."""
+    top, *rest = name.split(".")
     try:
-        spec = importlib.util.find_spec(name)
+        spec = importlib.util.find_spec(top)
     except ModuleNotFoundError:
         spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise CatalogueError(f"package {name!r} is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(location).joinpath(*rest)
+        if path.is_dir():
+            return path
+    raise CatalogueError(f"package {name!r} is not installed")
 
 
 def _distribution_version(package_dir: Path, distribution: str) -> str:

@@ -64,6 +64,7 @@ class ClientCertListener:
         config = Config(
             app,
             http=_TLSExtensionProtocol,
+            ws="none",  # kube serves no websockets here; and "auto" imports a library at start
             lifespan="off",
             log_config=None,
             access_log=False,

@@ -61,17 +61,21 @@ class WatchHub:
         self.compacted = compacted
         self.queue_size = queue_size
         self.closed = False
-        self._subs: set[Subscription] = set()
+        #: subscriptions by prefix: a batch is matched once per distinct prefix (one per watched
+        #: resource), not once per subscription
+        self._by_prefix: dict[str, set[Subscription]] = {}
+        self._count = 0
 
     @property
     def watcher_count(self) -> int:
-        return len(self._subs)
+        return self._count
 
     def subscribe(self, prefix: str) -> Subscription:
         if self.closed:
             raise Unavailable("store is closed")
         sub = Subscription(prefix, self.revision + 1)
-        self._subs.add(sub)
+        self._by_prefix.setdefault(prefix, set()).add(sub)
+        self._count += 1
         return sub
 
     def resubscribe(self, sub: Subscription) -> None:
@@ -81,37 +85,48 @@ class WatchHub:
         sub.live_from = self.revision + 1
 
     def unsubscribe(self, sub: Subscription) -> None:
-        self._subs.discard(sub)
+        subs = self._by_prefix.get(sub.prefix)
+        if subs is None or sub not in subs:
+            return
+        subs.discard(sub)
+        self._count -= 1
+        if not subs:
+            del self._by_prefix[sub.prefix]
 
     def publish(self, events: Sequence[Event], revision: int) -> None:
         """Hand one committed batch (revision order, all above ``self.revision``) to every
         matching subscription."""
         self.revision = revision
-        if not events or not self._subs:
+        if not events or not self._count:
             return
-        by_prefix: dict[str, Sequence[Event]] = {"": events}
         limit = self.queue_size
-        for sub in self._subs:
-            if sub.overflowed:
-                continue
-            matched = by_prefix.get(sub.prefix)
-            if matched is None:
-                p = sub.prefix
-                matched = by_prefix[p] = [e for e in events if e.kv.key.startswith(p)]
-            if not matched:
-                continue
-            if len(sub.queue) + len(matched) > limit:
-                sub.overflowed = True
+        only = events[0].kv.key if len(events) == 1 else None
+        for prefix, subs in self._by_prefix.items():
+            if only is not None:
+                if not only.startswith(prefix):
+                    continue
+                matched = events
             else:
-                sub.queue.extend(matched)
-            sub.wake()
+                matched = [e for e in events if e.kv.key.startswith(prefix)]
+                if not matched:
+                    continue
+            for sub in subs:
+                if sub.overflowed:
+                    continue
+                if len(sub.queue) + len(matched) > limit:
+                    sub.overflowed = True
+                else:
+                    sub.queue.extend(matched)
+                sub.wake()
 
     def close(self) -> None:
         self.closed = True
-        for sub in self._subs:
-            sub.closed = True
-            sub.wake()
-        self._subs.clear()
+        for subs in self._by_prefix.values():
+            for sub in subs:
+                sub.closed = True
+                sub.wake()
+        self._by_prefix.clear()
+        self._count = 0
 
 
 class HubWatch(Watch):
