@@ -125,6 +125,11 @@ def _join(stack: str, key: str) -> str:
     return f"{stack}.{key}" if stack else key
 
 
+#: schema node id -> (the node, the node resolved, opaque): see :meth:`_Walker.resolve`
+_RESOLVED: dict[int, tuple[dict[str, Any], dict[str, Any], bool]] = {}
+_RESOLVED_MAX = 50_000
+
+
 class _Walker:
     def __init__(self, definitions: dict[str, Any]) -> None:
         self.definitions = definitions
@@ -137,7 +142,19 @@ class _Walker:
             self.found.append((kind, path))
 
     def resolve(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Follow ``$ref`` and a lone ``allOf``; the flag says the value is opaque."""
+        """Follow ``$ref`` and a lone ``allOf``; the flag says the value is opaque. Resolved
+        once per schema node (schemas are shared and never change; the cache holds the node,
+        so its id cannot be another's while the entry lives)."""
+        cached = _RESOLVED.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1], cached[2]
+        resolved, opaque = self._resolve(schema)
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[id(schema)] = (schema, resolved, opaque)
+        return resolved, opaque
+
+    def _resolve(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         for _ in range(64):
             ref = schema.get("$ref")
             if isinstance(ref, str) and ref.startswith(_DEFS_PREFIX):
@@ -161,6 +178,8 @@ class _Walker:
         return schema, False
 
     def walk(self, schema: dict[str, Any], node: Any, stack: str) -> None:
+        if not isinstance(node, dict | list):
+            return  # a scalar has no fields (its type is checked elsewhere)
         schema, opaque = self.resolve(schema)
         if opaque:
             return
@@ -190,13 +209,16 @@ class _Walker:
                 return
             properties = {}  # a map, or an object with no fields (an empty Go struct)
         seen: set[str] = set()
+        mapped = isinstance(additional, dict)
         for key, value in members:
-            path = _join(stack, key)
             known = key in properties
-            if known or isinstance(additional, dict) or preserve:
+            if known or mapped or preserve:
                 if key in seen:
-                    self.record("duplicate", path)
+                    self.record("duplicate", _join(stack, key))
                 seen.add(key)
+                if not isinstance(value, dict | list):
+                    continue  # a known field, a map entry or a preserved one, holding a scalar
+            path = _join(stack, key)
             if known:
                 self.walk(properties[key], value, path)
             elif isinstance(additional, dict):
@@ -223,7 +245,25 @@ class _Walker:
 _OPEN_KIND: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
+#: (id of the kind's info, id of the schema given) -> (info, schema, the kind schema)
+_KIND_SCHEMAS: dict[tuple[int, int], tuple[ResourceInfo, Any, dict[str, Any]]] = {}
+
+
 def _kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """:func:`_make_kind_schema`, once per kind and schema (both shared and unchanging; the
+    cache holds them, so their ids stay theirs)."""
+    key = (id(info), id(schema))
+    cached = _KIND_SCHEMAS.get(key)
+    if cached is not None and cached[0] is info and cached[1] is schema:
+        return cached[2]
+    made = _make_kind_schema(info, schema)
+    if len(_KIND_SCHEMAS) >= 4096:
+        _KIND_SCHEMAS.clear()
+    _KIND_SCHEMAS[key] = (info, schema, made)
+    return made
+
+
+def _make_kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str, Any]:
     if schema is None:
         schema = custom_schema(info)
     if schema is None and info.schema_ref:
