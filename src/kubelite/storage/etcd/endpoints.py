@@ -7,6 +7,13 @@ deadline, "no leader", "leader changed"), :meth:`Endpoints.failed` moves on to t
 the caller retries there, with a short backoff, until its deadline. A member that comes back is
 used again once the others fail; nothing moves back on its own.
 
+**A failure cuts the calls it strands.** When the leader dies, a call sent to a follower (or to
+the member a failed call moved to, before it noticed) waits for a leader that will not answer,
+until the attempt's timeout (``ATTEMPT_TIMEOUT``): 5 s of stalled writes. So once a member fails,
+for ``TROUBLE_SECONDS`` every call that has been in flight for ``STALE_AFTER_FAILURE`` is cut
+(:meth:`Endpoints.send`) and fails as ``IN_DOUBT``: a read is retried at once on the current
+member, a compare-and-swap re-reads its key there first, as for any other doubtful answer.
+
 Whether a call may be retried depends on what the failure says about it (:func:`classify`):
 
 - ``NOT_SENT``: the channel had no connection, so the request never left this process. Any call,
@@ -60,6 +67,9 @@ OUTAGE_AFTER = 5.0
 # While etcd is out, an operation still gets one try this long (it may have just come back).
 DOWN_TRY = 1.0
 BACKOFF_FIRST, BACKOFF_MAX = 0.02, 0.5
+# After a member fails, for this long, calls in flight this long are cut and retried (above).
+TROUBLE_SECONDS = 5.0
+STALE_AFTER_FAILURE = 0.5
 
 # Ask etcd to refuse (rather than hang) while the member has no leader: a member cut off from
 # the quorum then fails fast and we move to another (kube-apiserver sets the same on watches).
@@ -191,6 +201,13 @@ class Endpoints:
         self.closed = False
         #: loop time of the last call any member answered (set on connect)
         self.last_answer = 0.0
+        #: unary calls awaited through :meth:`send`, with the loop time each was sent
+        self._in_flight: dict[Any, float] = {}
+        #: calls :meth:`_cut_stale` cancelled (their await raises CancelledError)
+        self._cut: set[Any] = set()
+        #: until when (loop time) stale calls are cut, and whether a sweep is scheduled
+        self._trouble_until = 0.0
+        self._sweeping = False
 
     async def connect(self) -> None:
         """Make every member's channel (gRPC connects lazily, on a channel's first call)."""
@@ -229,9 +246,56 @@ class Endpoints:
     async def current(self) -> Member:
         return self.members[self._current]
 
+    async def send(self, call: Awaitable[T]) -> T:
+        """Await the unary gRPC ``call``; a call that a member's failure leaves stranded is cut
+        (see the module's docstring) and raises an ``IN_DOUBT`` AioRpcError."""
+        self._in_flight[call] = asyncio.get_running_loop().time()
+        try:
+            return await call
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if call not in self._cut or (task is not None and task.cancelling()):
+                self._cut.discard(call)
+                raise
+            self._cut.discard(call)
+            raise grpc.aio.AioRpcError(
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.aio.Metadata(),
+                grpc.aio.Metadata(),
+                details="cut: in flight when another call found a member gone",
+            ) from None
+        finally:
+            self._in_flight.pop(call, None)
+
+    def _trouble(self) -> None:
+        """A member failed: cut stale calls now and for ``TROUBLE_SECONDS``."""
+        loop = asyncio.get_running_loop()
+        self._trouble_until = loop.time() + TROUBLE_SECONDS
+        self._cut_stale()
+        if not self._sweeping:
+            self._sweeping = True
+            loop.call_later(STALE_AFTER_FAILURE / 2, self._sweep)
+
+    def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.closed or loop.time() > self._trouble_until:
+            self._sweeping = False
+            return
+        self._cut_stale()
+        loop.call_later(STALE_AFTER_FAILURE / 2, self._sweep)
+
+    def _cut_stale(self) -> None:
+        stale = asyncio.get_running_loop().time() - STALE_AFTER_FAILURE
+        for call, sent in list(self._in_flight.items()):
+            if sent <= stale and call not in self._cut and not call.done():
+                self._cut.add(call)
+                call.cancel()
+
     def failed(self, member: Member, exc: BaseException) -> None:
         """``member`` did not answer a call: move to the next one, unless another caller
-        already has (many calls fail together when a member dies)."""
+        already has (many calls fail together when a member dies); calls stranded by the
+        failure are cut."""
+        self._trouble()
         if len(self.members) > 1 and member.index == self._current:
             self._current = (self._current + 1) % len(self.members)
             log.warning(
@@ -258,7 +322,8 @@ class Endpoints:
                 raise Unavailable("store is closed")
             member = await self.current()
             try:
-                result = await call(member, min(ATTEMPT_TIMEOUT, max(deadline - loop.time(), 0.01)))
+                timeout = min(ATTEMPT_TIMEOUT, max(deadline - loop.time(), 0.01))
+                result = await self.send(call(member, timeout))
             except grpc.aio.AioRpcError as exc:
                 if classify(exc) is Failure.REJECTED:
                     self.answered()

@@ -374,7 +374,9 @@ class EtcdStore(Store):
             member = await self.endpoints.current()
             timeout = min(ATTEMPT_TIMEOUT, max(deadline - loop.time(), 0.01))
             try:
-                response = await member.kv.Txn(txn, timeout=timeout, metadata=REQUIRE_LEADER)
+                response = await self.endpoints.send(
+                    member.kv.Txn(txn, timeout=timeout, metadata=REQUIRE_LEADER)
+                )
             except grpc.aio.AioRpcError as exc:
                 failure = classify(exc)
                 if failure is Failure.REJECTED:
