@@ -1331,9 +1331,18 @@ def test_removing_every_applied_path_leaves_nothing(x: dict[str, Any]) -> None:
     assert typed.remove_items(x, FieldSet(), WIDGET) == x
 
 
+def removes_a_key_field(path: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a key field of a list-map item. Removing one gives the item another
+    key (a defaulted protocol: TCP), which may be one of the removed paths (as in
+    structured-merge-diff, which also derives keys from defaults)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    return path[-1][2:] in json.loads(path[-2][2:])
+
+
 @given(CONFIGS, st.data())
 def test_removed_paths_are_gone(x: dict[str, Any], data: st.DataObject) -> None:
-    applied = list(typed.to_set(x, WIDGET).paths())
+    applied = [p for p in typed.to_set(x, WIDGET).paths() if not removes_a_key_field(p)]
     chosen = data.draw(st.lists(st.sampled_from(applied), max_size=4)) if applied else []
     removed = S(*chosen)
     left = typed.remove_items(x, removed, WIDGET)

@@ -56,10 +56,10 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kubelite.api import errors
+from kubelite.api import errors, jsoncodec
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError, Cause
@@ -150,11 +150,21 @@ def parse_send_initial_events(value: str | None) -> bool | None:
     raise errors.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WatchEvent:
+    """One event as watchers see it; shared by every watcher it is sent to, so never change
+    it (nor its object)."""
+
     type: str  # ADDED, MODIFIED, DELETED
     object: Obj
     revision: int
+    _line: bytes | None = field(default=None, compare=False, repr=False)
+
+    def line(self) -> bytes:
+        """The event as a JSON watch stream's line, encoded once for all its watchers."""
+        if self._line is None:
+            self._line = jsoncodec.dumps({"type": self.type, "object": self.object}) + b"\n"
+        return self._line
 
 
 class _Entry:

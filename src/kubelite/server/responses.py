@@ -109,10 +109,11 @@ async def stream_watch(
     async def pump() -> None:
         try:
             async for event in events:
-                obj = event.object
                 if tabled:
-                    obj = table(info, [obj], str(event.revision), include_object=include)
-                await out.write(jsoncodec.dumps({"type": event.type, "object": obj}) + b"\n")
+                    obj = table(info, [event.object], str(event.revision), include_object=include)
+                    await out.write(jsoncodec.dumps({"type": event.type, "object": obj}) + b"\n")
+                else:
+                    await out.write(event.line())  # encoded once for all its watchers
                 request.count_watch_event()
         except APIError as exc:  # the stream has begun: errors travel as ERROR events
             error = {"type": "ERROR", "object": errors.status_body(exc)}
