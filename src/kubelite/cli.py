@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import NoReturn
 
 # Each command imports what it needs when it runs: `kubelite serve` starts faster without the
 # client's HTTP stack, and `kubelite compact` without the server's.
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         except KeyboardInterrupt:
             pass
-        return 0
+        _exit_now()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -310,6 +311,17 @@ def _snapshot(args: argparse.Namespace) -> int:
     except (SnapshotError, StartupError) as exc:
         print(f"kubelite: {exc}", file=sys.stderr)
         return 1
+
+
+def _exit_now() -> NoReturn:
+    """Exit 0 once the server has stopped, skipping the interpreter's teardown. By then the
+    store is closed (every write is durable) and the logs are flushed here; tearing down the
+    modules of a whole API server takes another ~150 ms, which every test server paid on every
+    stop."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _version() -> str:
