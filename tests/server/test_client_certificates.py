@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from harness import Server
+from webhookserver import write_pair
 
 from kubelite.server.tls import ensure_ca
 
@@ -64,14 +65,7 @@ def hand_made(
     )
     stem = server.data_dir.parent / f"hand-{signer}-{len(list(server.data_dir.parent.iterdir()))}"
     paths = (stem.with_suffix(".crt"), stem.with_suffix(".key"))
-    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    write_pair(cert, key, *paths)
     return paths
 
 

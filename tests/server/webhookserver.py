@@ -121,15 +121,22 @@ def make_self_signed(directory: Path, names: list[str]) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     cert = _certificate(names[0], key, (name, key), names)
     paths = directory / "tls.crt", directory / "tls.key"
-    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(
+    write_pair(cert, key, *paths)
+    return paths
+
+
+def write_pair(
+    cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, cert_path: Path, key_path: Path
+) -> None:
+    """A certificate and its (unencrypted PKCS#8) key, written as PEM files."""
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
     )
-    return paths
 
 
 def make_certificates(directory: Path, names: list[str]) -> tuple[Path, Path, Path]:
