@@ -40,6 +40,7 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo, custom_schema, load_schema_definitions
 from kubelite.api.errors import APIError, Cause, go_quote
+from kubelite.api.memo import IdentityMemo
 
 __all__ = [
     "IGNORE",
@@ -125,9 +126,8 @@ def _join(stack: str, key: str) -> str:
     return f"{stack}.{key}" if stack else key
 
 
-#: schema node id -> (the node, the node resolved, opaque): see :meth:`_Walker.resolve`
-_RESOLVED: dict[int, tuple[dict[str, Any], dict[str, Any], bool]] = {}
-_RESOLVED_MAX = 50_000
+#: schema node -> (the node resolved, opaque): see :meth:`_Walker.resolve`
+_RESOLVED: IdentityMemo[tuple[dict[str, Any], bool]] = IdentityMemo(50_000)
 
 
 class _Walker:
@@ -143,16 +143,11 @@ class _Walker:
 
     def resolve(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Follow ``$ref`` and a lone ``allOf``; the flag says the value is opaque. Resolved
-        once per schema node (schemas are shared and never change; the cache holds the node,
-        so its id cannot be another's while the entry lives)."""
-        cached = _RESOLVED.get(id(schema))
-        if cached is not None and cached[0] is schema:
-            return cached[1], cached[2]
-        resolved, opaque = self._resolve(schema)
-        if len(_RESOLVED) >= _RESOLVED_MAX:
-            _RESOLVED.clear()
-        _RESOLVED[id(schema)] = (schema, resolved, opaque)
-        return resolved, opaque
+        once per schema node (schemas are shared and never change)."""
+        cached = _RESOLVED.get(schema)
+        if cached is not None:
+            return cached
+        return _RESOLVED.put(self._resolve(schema), schema)
 
     def _resolve(self, schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         for _ in range(64):
@@ -245,22 +240,16 @@ class _Walker:
 _OPEN_KIND: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
-#: (id of the kind's info, id of the schema given) -> (info, schema, the kind schema)
-_KIND_SCHEMAS: dict[tuple[int, int], tuple[ResourceInfo, Any, dict[str, Any]]] = {}
+#: (the kind's info, the schema given) -> the kind schema
+_KIND_SCHEMAS: IdentityMemo[dict[str, Any]] = IdentityMemo(4096)
 
 
 def _kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str, Any]:
-    """:func:`_make_kind_schema`, once per kind and schema (both shared and unchanging; the
-    cache holds them, so their ids stay theirs)."""
-    key = (id(info), id(schema))
-    cached = _KIND_SCHEMAS.get(key)
-    if cached is not None and cached[0] is info and cached[1] is schema:
-        return cached[2]
-    made = _make_kind_schema(info, schema)
-    if len(_KIND_SCHEMAS) >= 4096:
-        _KIND_SCHEMAS.clear()
-    _KIND_SCHEMAS[key] = (info, schema, made)
-    return made
+    """:func:`_make_kind_schema`, once per kind and schema (both shared and unchanging)."""
+    cached = _KIND_SCHEMAS.get(info, schema)
+    if cached is not None:
+        return cached
+    return _KIND_SCHEMAS.put(_make_kind_schema(info, schema), info, schema)
 
 
 def _make_kind_schema(info: ResourceInfo, schema: dict[str, Any] | None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from kubelite.api.admissionrules import (
 )
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
+from kubelite.api.memo import IdentityMemo
 
 Obj = dict[str, Any]
 
@@ -74,7 +75,7 @@ class Matcher:
 
     def __init__(self, catalogue: Catalogue) -> None:
         self.catalogue = catalogue
-        self._equivalents: dict[int, tuple[ResourceInfo, tuple[ResourceInfo, ...]]] = {}
+        self._equivalents: IdentityMemo[tuple[ResourceInfo, ...]] = IdentityMemo(4096)
 
     async def matches(
         self, constraints: Any, attrs: Attributes, namespaces: Namespaces
@@ -149,11 +150,9 @@ class Matcher:
 
     def equivalents(self, info: ResourceInfo) -> tuple[ResourceInfo, ...]:
         """The other resources stored with ``info`` (other versions, other groups)."""
-        cached = self._equivalents.get(id(info))
-        if cached is not None and cached[0] is info:
-            return cached[1]
-        if len(self._equivalents) > 4096:
-            self._equivalents.clear()
+        cached = self._equivalents.get(info)
+        if cached is not None:
+            return cached
         found = tuple(
             other
             for other in self.catalogue
@@ -162,8 +161,7 @@ class Matcher:
             and other.builtin == info.builtin
             and (other.group, other.version) != (info.group, info.version)
         )
-        self._equivalents[id(info)] = (info, found)
-        return found
+        return self._equivalents.put(found, info)
 
 
 def _named_rule_matches(rule: Obj, attrs: Attributes) -> bool:
