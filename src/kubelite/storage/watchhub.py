@@ -64,18 +64,16 @@ class WatchHub:
         #: subscriptions by prefix: a batch is matched once per distinct prefix (one per watched
         #: resource), not once per subscription
         self._by_prefix: dict[str, set[Subscription]] = {}
-        self._count = 0
 
     @property
     def watcher_count(self) -> int:
-        return self._count
+        return sum(len(subs) for subs in self._by_prefix.values())
 
     def subscribe(self, prefix: str) -> Subscription:
         if self.closed:
             raise Unavailable("store is closed")
         sub = Subscription(prefix, self.revision + 1)
         self._by_prefix.setdefault(prefix, set()).add(sub)
-        self._count += 1
         return sub
 
     def resubscribe(self, sub: Subscription) -> None:
@@ -86,18 +84,16 @@ class WatchHub:
 
     def unsubscribe(self, sub: Subscription) -> None:
         subs = self._by_prefix.get(sub.prefix)
-        if subs is None or sub not in subs:
-            return
-        subs.discard(sub)
-        self._count -= 1
-        if not subs:
-            del self._by_prefix[sub.prefix]
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:  # no empty sets: a batch is matched only against watched prefixes
+                del self._by_prefix[sub.prefix]
 
     def publish(self, events: Sequence[Event], revision: int) -> None:
         """Hand one committed batch (revision order, all above ``self.revision``) to every
         matching subscription."""
         self.revision = revision
-        if not events or not self._count:
+        if not events or not self._by_prefix:
             return
         limit = self.queue_size
         only = events[0].kv.key if len(events) == 1 else None
@@ -126,7 +122,6 @@ class WatchHub:
                 sub.closed = True
                 sub.wake()
         self._by_prefix.clear()
-        self._count = 0
 
 
 class HubWatch(Watch):

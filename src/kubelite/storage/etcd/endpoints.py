@@ -253,11 +253,11 @@ class Endpoints:
         try:
             return await call
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if call not in self._cut or (task is not None and task.cancelling()):
-                self._cut.discard(call)
-                raise
+            cut = call in self._cut
             self._cut.discard(call)
+            task = asyncio.current_task()
+            if not cut or (task is not None and task.cancelling()):
+                raise  # the caller's own cancellation
             raise grpc.aio.AioRpcError(
                 grpc.StatusCode.UNAVAILABLE,
                 grpc.aio.Metadata(),
