@@ -15,6 +15,7 @@ import pytest
 from kubelite.storage.etcd.endpoints import (
     STALE_AFTER_FAILURE,
     TROUBLE_SECONDS,
+    Cut,
     Endpoints,
     Failure,
     classify,
@@ -36,6 +37,23 @@ async def test_a_call_stranded_when_a_member_fails_is_cut_as_in_doubt() -> None:
     assert classify(cut.value) is Failure.IN_DOUBT
     assert eps._in_flight == {}
     assert eps._cut == set()
+    await eps.close()
+
+
+async def test_a_cut_neither_moves_callers_on_nor_prolongs_the_trouble() -> None:
+    """Under a slow etcd, a cut call counted as a failure would cut others in turn, for ever."""
+    eps = endpoints()
+    stuck: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    waiting = asyncio.create_task(eps.send(stuck))
+    await asyncio.sleep(STALE_AFTER_FAILURE + 0.05)
+    eps.failed(eps.members[0], RuntimeError("leader gone"))
+    with pytest.raises(Cut) as cut:
+        await waiting
+    until = eps._trouble_until
+    current = await eps.current()
+    eps.failed(current, cut.value)
+    assert await eps.current() is current
+    assert eps._trouble_until == until
     await eps.close()
 
 

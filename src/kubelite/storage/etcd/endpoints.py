@@ -12,7 +12,8 @@ the member a failed call moved to, before it noticed) waits for a leader that wi
 until the attempt's timeout (``ATTEMPT_TIMEOUT``): 5 s of stalled writes. So once a member fails,
 for ``TROUBLE_SECONDS`` every call that has been in flight for ``STALE_AFTER_FAILURE`` is cut
 (:meth:`Endpoints.send`) and fails as ``IN_DOUBT``: a read is retried at once on the current
-member, a compare-and-swap re-reads its key there first, as for any other doubtful answer.
+member, a compare-and-swap re-reads its key there first, as for any other doubtful answer. A
+cut is not itself a member's failure: it neither moves callers on nor prolongs the trouble.
 
 Whether a call may be retried depends on what the failure says about it (:func:`classify`):
 
@@ -171,6 +172,11 @@ def classify(exc: grpc.aio.AioRpcError) -> Failure:
     return Failure.IN_DOUBT
 
 
+class Cut(grpc.aio.AioRpcError):  # type: ignore[misc]
+    """A call :meth:`Endpoints.send` cut because a member's failure stranded it: ``IN_DOUBT``,
+    as any unanswered call."""
+
+
 class Member:
     """One endpoint: its aetcd client (which owns the channel) and the raw stubs kubelite uses.
     The stubs are aetcd's generated ones; its higher-level calls cannot read at a revision or
@@ -258,7 +264,7 @@ class Endpoints:
             task = asyncio.current_task()
             if not cut or (task is not None and task.cancelling()):
                 raise  # the caller's own cancellation
-            raise grpc.aio.AioRpcError(
+            raise Cut(
                 grpc.StatusCode.UNAVAILABLE,
                 grpc.aio.Metadata(),
                 grpc.aio.Metadata(),
@@ -294,7 +300,10 @@ class Endpoints:
     def failed(self, member: Member, exc: BaseException) -> None:
         """``member`` did not answer a call: move to the next one, unless another caller
         already has (many calls fail together when a member dies); calls stranded by the
-        failure are cut."""
+        failure are cut. A cut call is not such a failure: it would prolong the trouble and
+        move every caller again, and under a slow etcd cut calls would keep cutting others."""
+        if isinstance(exc, Cut):
+            return
         self._trouble()
         if len(self.members) > 1 and member.index == self._current:
             self._current = (self._current + 1) % len(self.members)
