@@ -46,7 +46,9 @@ def configmap() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
-async def call(app: App, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+async def call(
+    app: App, method: str, path: str, body: bytes = b"", content_type: bytes = b"application/json"
+) -> tuple[int, bytes]:
     path, _, query = path.partition("?")
     scope = {
         "type": "http",
@@ -55,7 +57,7 @@ async def call(app: App, method: str, path: str, body: bytes = b"") -> tuple[int
         "query_string": query.encode(),
         "headers": [
             (b"authorization", f"Bearer {TOKEN}".encode()),
-            (b"content-type", b"application/json"),
+            (b"content-type", content_type),
         ],
     }
     sent: list[dict[str, Any]] = []

@@ -16,6 +16,7 @@ from kubelite.client import (
     Backoff,
     Client,
     Conflict,
+    FieldChange,
     MergeConflict,
     Ref,
     retry_on_conflict,
@@ -193,3 +194,24 @@ async def test_three_way_update_without_interference_is_one_write(aclient: Async
     written = await aclient.update_three_way(base, mine)
     assert written["spec"]["replicas"] == 4
     assert written["metadata"]["generation"] == base["metadata"]["generation"] + 1
+
+
+def test_a_conflict_says_which_fields_changed_who_changed_them_and_when(client: Client) -> None:
+    read = client.create(counter_map())
+    client.patch("v1", "ConfigMap", "counter", {"data": {"n": "7"}}, field_manager="bumper")
+    moved = client.patch(
+        "v1", "ConfigMap", "counter", {"data": {"owner": "x"}}, field_manager="labeller"
+    )
+    stale = copy.deepcopy(read)
+    stale["data"]["n"] = "1"
+    with pytest.raises(Conflict) as caught:
+        client.update(stale)
+    bumped = str(int(moved["metadata"]["resourceVersion"]) - 1)
+    assert caught.value.changes == [
+        FieldChange(".data.n", "changed", "bumper", bumped),
+        FieldChange(".data.owner", "added", "labeller", moved["metadata"]["resourceVersion"]),
+    ]
+    assert caught.value.message.endswith(
+        "the object has been modified; please apply your changes to the latest version and "
+        "try again"
+    )

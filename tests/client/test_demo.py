@@ -33,6 +33,11 @@ def test_demo_on_a_running_server(server: Server) -> None:
     out = result.stdout
     assert "409 Conflict" in out
     assert "the object has been modified" in out
+    # the 409's causes name A's change, its field manager and the version A wrote
+    assert (
+        'the server says why: .spec.template.spec.containers[name="web"].image changed by '
+        '"editor-a" at resourceVersion' in " ".join(out.split())
+    )
     assert "both changes survived" in out
     assert "No update was lost." in out
     with Client.from_kubeconfig(server.kubeconfig) as client:

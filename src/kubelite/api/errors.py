@@ -104,6 +104,23 @@ def conflict(resource: str, group: str, name: str, why: str = MODIFIED) -> APIEr
     )
 
 
+class StaleWrite(APIError):
+    """The 409 of a write that sent resourceVersion ``sent`` while ``current`` is stored: kube's
+    Conflict, to which the generic store adds what changed in between (``explained``)."""
+
+    def __init__(self, resource: str, group: str, name: str, sent: int, current: int) -> None:
+        base = conflict(resource, group, name)
+        super().__init__(base.code, base.reason, base.message, base.details)
+        self.sent = sent
+        self.current = current
+
+    def explained(self, causes: list[Cause]) -> StaleWrite:
+        if causes:
+            assert self.details is not None
+            self.details["causes"] = [c.as_dict() for c in causes]
+        return self
+
+
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> APIError:
     """422 Invalid: ``<Kind[.group]> "<name>" is invalid: <field>: <message>[, ...]``. An empty
     name is left out of ``details`` (kube's ``omitempty``): ``ListOptions.meta.k8s.io ""``. The

@@ -40,6 +40,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from kubelite.api.admissionrules import request_namespace
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.conflictcauses import explain
 from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.fieldpath import FieldSet
@@ -279,7 +280,12 @@ class GenericStore:
                 raise TypeError("an ObjectUpdate must return a new object, not change current")
             return await self._updated(ctx, name, new, current, chosen, subresource, opts)
 
-        result = await self.guaranteed_update(self.key(ctx, name), step, opts.dry_run)
+        key = self.key(ctx, name)
+        try:
+            result = await self.guaranteed_update(key, step, opts.dry_run)
+        except errors.StaleWrite as exc:
+            causes = await explain(self.store, self.codec, self.info, key, exc.sent, exc.current)
+            raise exc.explained(causes) from None
         if result.written and not opts.dry_run:
             await self._after(result.obj)
         return result.obj, result.created
@@ -371,8 +377,9 @@ class GenericStore:
                     )
                 ],
             )
-        if requested and requested != int(current_meta["resourceVersion"]):
-            raise errors.conflict(info.plural, info.group, name)
+        stored = int(current_meta["resourceVersion"])
+        if requested and requested != stored:
+            raise errors.StaleWrite(info.plural, info.group, name, requested, stored)
 
     # -- delete ----------------------------------------------------------------------------------
 

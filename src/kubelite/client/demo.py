@@ -1,10 +1,11 @@
 """``kubelite demo conflict``: optimistic concurrency on a live server, narrated.
 
 Act 1 is the seed scenario: editors A and B read Deployment ``web-server`` at the same
-resourceVersion; A changes the image and wins; B changes the replicas and gets 409 Conflict;
-B re-reads, re-applies its change and succeeds; both changes are in the object. Act 2 has many
-writers hammering one object with ``update(ref, mutate)``; it counts the conflicts and proves
-that no update was lost (the counter equals the number of acknowledged writes, and each writer's
+resourceVersion; A changes the image and wins; B changes the replicas and gets 409 Conflict,
+whose causes name the field A changed, A's field manager and the version A wrote; B re-reads,
+re-applies its change and succeeds; both changes are in the object. Act 2 has many writers
+hammering one object with ``update(ref, mutate)``; it counts the conflicts and proves that no
+update was lost (the counter equals the number of acknowledged writes, and each writer's
 own tally is intact).
 
 Runs against a throwaway ``kubelite serve`` started in a temporary directory (a subprocess: the
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -66,7 +68,8 @@ def _state(title: str, *rows: tuple[str, Object]) -> Table:
     return table
 
 
-async def seed_scenario(client: AsyncClient, console: Console) -> bool:
+async def seed_scenario(client: AsyncClient, editor_a: AsyncClient, console: Console) -> bool:
+    """``editor_a`` writes as field manager ``editor-a``: B's 409 names it."""
     console.rule("[bold]Act 1: two editors, one Deployment")
     with contextlib.suppress(NotFound):
         await client.delete("apps/v1", "Deployment", NAME)
@@ -78,7 +81,7 @@ async def seed_scenario(client: AsyncClient, console: Console) -> bool:
     console.print(_state("A and B read the same version", ("A", a), ("B", b)))
 
     a["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.27"
-    a = await client.update(a)
+    a = await editor_a.update(a)
     console.print(
         f"A sets the image to nginx:1.27 and writes with the version it read: "
         f"[green]200 OK[/], now at {resource_version(a)}."
@@ -94,6 +97,11 @@ async def seed_scenario(client: AsyncClient, console: Console) -> bool:
             f"B sets replicas to 5 and writes with version {resource_version(b)}: "
             f"[yellow]409 {exc.reason}[/]\n  [dim]{exc.message}[/]"
         )
+        for change in exc.changes:
+            by = f' by "{change.manager}"' if change.manager else ""
+            at = f" at resourceVersion {change.resource_version}" if change.resource_version else ""
+            field = escape(change.field)
+            console.print(f"  the server says why: [bold]{field}[/] {change.change}{by}{at}")
 
     b = await client.update(
         Ref("apps/v1", "Deployment", NAME), lambda d: d["spec"].update(replicas=5)
@@ -203,7 +211,8 @@ async def conflict_demo(
     require_kubelite: bool = False,
 ) -> bool:
     connection = load_kubeconfig(kubeconfig)
-    async with AsyncClient(connection, namespace="default") as client:
+    editor_a = AsyncClient(connection, namespace="default", field_manager="editor-a")
+    async with AsyncClient(connection, namespace="default") as client, editor_a:
         if require_kubelite:
             version = await client.request("GET", "/version")
             git_version = str(version.get("gitVersion", "")) if isinstance(version, dict) else ""
@@ -212,7 +221,7 @@ async def conflict_demo(
                     f"{connection.server} is not a kubelite server (version {git_version or '?'}); "
                     "the demo writes a Deployment, so it runs only on kubelite"
                 )
-        seeded = await seed_scenario(client, console)
+        seeded = await seed_scenario(client, editor_a, console)
         hammered = await crowd(client, console, writers, updates)
     return seeded and hammered
 

@@ -9,7 +9,7 @@
     ├── NotFound                  404
     ├── MethodNotAllowed          405
     ├── AlreadyExists             409, reason AlreadyExists
-    ├── Conflict                  409, reason Conflict (or any other 409)
+    ├── Conflict                  409, reason Conflict (or any other 409), with ``changes``
     ├── Expired (alias Gone)      410, reason Expired or Gone: history compacted, relist
     ├── UnsupportedMediaType      415
     ├── Invalid                   422, with ``causes``
@@ -27,7 +27,9 @@ does); the HTTP code decides otherwise, so a Status-less 409 from a proxy is sti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -81,11 +83,42 @@ class AlreadyExists(ApiError):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """A field that changed between the version a refused write sent and the stored one, as a
+    kubelite server explains its 409s: ``change`` is ``changed``, ``added`` or ``removed``;
+    ``manager`` the field manager that made it ("" when the server could not tell);
+    ``resource_version`` the write that made it ("" when only known to be after the sent one)."""
+
+    field: str
+    change: str
+    manager: str
+    resource_version: str
+
+
+_CHANGE = re.compile(
+    r'(?P<change>changed|added|removed)(?: by "(?P<manager>.*)")?'
+    r" (?:at resourceVersion (?P<rv>\d+)|since resourceVersion \d+)"
+)
+
+
 class Conflict(ApiError):
-    """The object changed since it was read (409): re-read, re-apply, retry. From a
+    """The object changed since it was read (409): re-read, re-apply, retry. ``changes``
+    lists what changed (kubelite's servers say; a cluster's 409 has none). From a
     server-side apply (``apply()``): fields another manager owns; ``causes`` lists each as
     ``{"reason": "FieldManagerConflict", "field": ".data.k", "message": 'conflict with "bob"'}``
     (apply again with ``force=True`` to take them, or leave them out)."""
+
+    @property
+    def changes(self) -> list[FieldChange]:
+        """Each field changed since the version the write sent, from the Status's causes."""
+        out = []
+        for cause in self.causes:
+            found = _CHANGE.fullmatch(str(cause.get("message", "")))
+            if cause.get("reason") == "FieldValueChanged" and cause.get("field") and found:
+                change, manager, revision = found.group("change", "manager", "rv")
+                out.append(FieldChange(str(cause["field"]), change, manager or "", revision or ""))
+        return out
 
 
 class Expired(ApiError):
