@@ -171,6 +171,36 @@ async def test_a_released_lease_is_taken_at_once(registry: Registry, catalogue: 
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("host_b", 1)
 
 
+async def test_release_after_a_renewal_whose_answer_was_lost_still_releases(
+    registry: Registry, catalogue: Catalogue
+) -> None:
+    """close() cancels a renewal that the store may still commit: the lock's copy is then a
+    version behind, and the release's first PUT gets 409. It reads again and releases."""
+    a = candidate(registry, catalogue, "host_a")
+    assert await a.try_acquire_or_renew()
+    stale = a.lock.lease
+    assert await a.try_acquire_or_renew()  # a renewal, stored...
+    a.lock.lease = stale  # ...whose answer the cancelled renewal never kept
+    assert await a.release()
+    spec = (await lease(registry, catalogue))["spec"]
+    assert (spec["holderIdentity"], spec["leaseDurationSeconds"]) == ("", 1)
+
+
+async def test_release_never_gives_up_a_lease_another_candidate_took(
+    registry: Registry, catalogue: Catalogue
+) -> None:
+    clock = Clock()
+    a = candidate(registry, catalogue, "host_a", clock)
+    b = candidate(registry, catalogue, "host_b", clock)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    clock.now += 60  # a's lease expires on b's clock; b takes over
+    assert await b.try_acquire_or_renew()
+    assert not await a.release()  # 409, and the Lease is b's now: a leaves it alone
+    spec = (await lease(registry, catalogue))["spec"]
+    assert spec["holderIdentity"] == "host_b"
+
+
 async def test_on_an_exclusive_store_a_lease_left_by_a_previous_process_is_taken_at_once(
     registry: Registry, catalogue: Catalogue
 ) -> None:

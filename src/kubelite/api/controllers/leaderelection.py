@@ -299,7 +299,14 @@ class LeaderElector:
         stamp = microtime()
         record = Record("", 1, stamp, stamp, self.observed.leader_transitions)
         try:
-            await self.lock.update(record)
+            try:
+                await self.lock.update(record)
+            except APIError as exc:
+                # a renewal cancelled by close() may have been stored after all, leaving the
+                # lock's copy stale: read it again and release it if it is still ours
+                if exc.code != 409 or (await self.lock.get()).holder_identity != self.identity:
+                    raise
+                await self.lock.update(record)
         except Exception as exc:
             log.warning("failed to release lease %s: %s", self.lock.describe(), exc)
             return False
