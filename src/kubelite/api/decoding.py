@@ -87,10 +87,12 @@ class _Fatal(Exception):
 
 
 class _State:
-    __slots__ = ("error",)
+    __slots__ = ("error", "unknown")
 
     def __init__(self) -> None:
         self.error: str | None = None
+        #: whether a field the struct does not declare was dropped
+        self.unknown = False
 
     def save(self, text: str) -> None:
         if self.error is None:
@@ -495,6 +497,8 @@ class _Compiler:
                     if drop is None:
                         drop = []
                     drop.append(key)
+                    if field is None:
+                        st.unknown = True
                     continue
                 if field is _string_check:
                     if type(item) is not str:
@@ -646,19 +650,22 @@ def decodes(info: ResourceInfo | None) -> bool:
     return builtin(info) or custom(info)
 
 
-def check(info: ResourceInfo, obj: dict[str, Any]) -> None:
+def check(info: ResourceInfo, obj: dict[str, Any]) -> bool:
     """Decode ``obj`` in place as ``info``'s Go struct: unknown fields and nulls dropped;
     :class:`DecodeError` (Go's text) for a value Go would not read. A custom resource's
     ``metadata`` is read into a ``metav1.ObjectMeta`` on its own, as apiextensions-apiserver's
     unstructuredSchemaCoercer does (objectmeta.GetObjectMetaWithOptions, malformed fields not
-    dropped for a request), so its errors name ``ObjectMeta.<field>``."""
+    dropped for a request), so its errors name ``ObjectMeta.<field>``. Returns whether a field
+    the struct does not declare was dropped (what strict decoding calls an unknown field)."""
     if builtin(info):
-        _run(info.schema_ref, obj)
-    elif custom(info) and obj.get("metadata") is not None:
-        obj["metadata"] = _run(_OBJECT_META, obj["metadata"])
+        return _run(info.schema_ref, obj)[1]
+    if custom(info) and obj.get("metadata") is not None:
+        obj["metadata"], unknown = _run(_OBJECT_META, obj["metadata"])
+        return unknown
+    return False
 
 
-def _run(schema_ref: str, value: Any) -> Any:
+def _run(schema_ref: str, value: Any) -> tuple[Any, bool]:
     state = _State()
     try:
         new = _compiled(schema_ref)(value, state, [], "")
@@ -666,7 +673,7 @@ def _run(schema_ref: str, value: Any) -> Any:
         raise DecodeError(str(fatal)) from None
     if state.error is not None:
         raise DecodeError(state.error)
-    return new
+    return new, state.unknown
 
 
 # --- the answers ----------------------------------------------------------------------------
@@ -713,17 +720,18 @@ def _type_meta_error(obj: dict[str, Any]) -> str | None:
     return None
 
 
-def decode(info: ResourceInfo | None, obj: dict[str, Any], raw: bytes = b"") -> None:
+def decode(info: ResourceInfo | None, obj: dict[str, Any], raw: bytes = b"") -> bool:
     """A create or update body decoded in place for ``info`` (the kind the storage serves);
     400 BadRequest with kube-apiserver's text when it does not decode. ``raw``: the body as
-    sent (quoted in the message when its ``apiVersion``/``kind`` are not strings)."""
+    sent (quoted in the message when its ``apiVersion``/``kind`` are not strings). Returns
+    whether an unknown field was dropped (see :func:`check`)."""
     if info is None or not decodes(info):
-        return
+        return False
     problem = _type_meta_error(obj) if builtin(info) else None
     if problem is not None:
         raise _unrecognized(info, problem, raw or orjson.dumps(obj))
     try:
-        check(info, obj)
+        return check(info, obj)
     except DecodeError as exc:
         raise decode_error(info, obj, str(exc)) from None
 

@@ -385,8 +385,7 @@ def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warn
     info = target.body_kind
 
     def run() -> Warnings:
-        found = _strict_errors(request, info, mode, body)
-        decoding.decode(info, body, request.raw)
+        found = _decoded_strictly(request, info, mode, body)
         if found and mode == validation.STRICT and info is not None:
             raise validation.field_validation_error(info, found, body)
         return Warnings(validation.warnings_for(found))
@@ -394,14 +393,26 @@ def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warn
     return jsoncodec.deep(run) if request.deep else run()
 
 
-def _strict_errors(request: Request, info: ResourceInfo | None, mode: str, body: Obj) -> list[str]:
-    if mode == validation.IGNORE or info is None or not (info.schema_ref or info.schema):
-        return []
+def _decoded_strictly(
+    request: Request, info: ResourceInfo | None, mode: str, body: Obj
+) -> list[str]:
+    """Decode ``body`` in place; the strict decoding errors of what was sent (none under
+    Ignore, or for a kind without a schema)."""
     raw = request.raw
+    if mode == validation.IGNORE or info is None or not (info.schema_ref or info.schema):
+        decoding.decode(info, body, raw)
+        return []
     # repeated keys are seen in JSON text only (YAML's are refused when read; protobuf has none)
     textual = request.content_type() in ("", "application/json")
-    source: bytes | Obj = raw if textual and validation.may_repeat_keys(raw, body) else body
-    return validation.strict_errors(info, source)
+    repeats = textual and validation.may_repeat_keys(raw, body)
+    if textual and not repeats and decoding.builtin(info):
+        # a built-in kind's unknown fields are the ones its decoder drops (as in Go, where
+        # strict decoding is the same decoder): the schema is walked only when there are some
+        unknown = decoding.decode(info, body, raw)
+        return validation.strict_errors(info, raw) if unknown else []
+    found = validation.strict_errors(info, raw if repeats else body)
+    decoding.decode(info, body, raw)
+    return found
 
 
 def _decoded(info: ResourceInfo | None, update: ObjectUpdate) -> ObjectUpdate:
