@@ -43,6 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         help="keep at least this many revisions of history",
     )
     s.add_argument(
+        "--history-retention",
+        type=_retention,
+        default={},
+        metavar="RESOURCE=LIMIT,...",
+        help="keep past versions of these resources beyond compaction (SQLite store), read with "
+        "`kubelite history`: a count per object or an age, e.g. configmaps=7d,deployments=100 "
+        "(default: none)",
+    )
+    s.add_argument(
         "--service-cluster-ip-range",
         default="10.96.0.0/12",
         help="the range Service cluster IPs are allocated from",
@@ -231,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             authorization_mode=args.authorization_mode,
             leader_election=election,
+            history_retention=args.history_retention,
         )
         try:
             uvloop.run(serve(options))
@@ -345,6 +355,15 @@ def _duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _retention(text: str) -> object:
+    from kubelite.api.retention import parse_retention
+
+    try:
+        return parse_retention(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _validity(text: str) -> float:

@@ -44,6 +44,7 @@ async def test_every_write_of_a_retained_key_is_kept_in_order(tmp_path: Path) ->
         (r4, b"3", False),
     ]
     assert all(e.key == "/cm/a" for e in kept)
+    assert [e.create_revision for e in kept] == [r1, r1, r1, r4]
     assert kept[0].time <= kept[-1].time
 
 

@@ -69,11 +69,13 @@ class ListResult:
 
 class HistoryEntry(NamedTuple):
     """One past version of a key, kept by a history retention policy: the write's revision,
-    its wall-clock time (Unix seconds), the value written (for a deletion: the value it
-    deleted), and whether the write was a deletion."""
+    the ``create_revision`` of the incarnation it belongs to (equal to ``revision`` for a
+    create), the value written (for a deletion: the value it deleted), its wall-clock time
+    (Unix seconds), and whether the write was a deletion."""
 
     key: str
     revision: int
+    create_revision: int
     value: bytes
     time: float
     deleted: bool

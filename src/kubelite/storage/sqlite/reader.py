@@ -185,13 +185,14 @@ class Reader:
         rows = (
             self._db()
             .execute(
-                "SELECT key, revision, value, time, deleted FROM history WHERE key = ?"
+                "SELECT key, revision, create_revision, value, time, deleted FROM history"
+                " WHERE key = ?"
                 " ORDER BY revision",
                 (key,),
             )
             .fetchall()
         )
-        return [HistoryEntry(k, r, v, t, bool(d)) for k, r, v, t, d in rows]
+        return [HistoryEntry(k, r, c, v, t, bool(d)) for k, r, c, v, t, d in rows]
 
     def history(self, prefix: str, first: int, last: int, limit: int) -> list[Event]:
         """Events with first <= revision <= last under ``prefix``, in revision order."""

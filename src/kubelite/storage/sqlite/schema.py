@@ -10,10 +10,10 @@ Tables:
           ``UPDATE live ... WHERE key = ? AND revision = ?``.
 ``meta``  the store revision, the compacted revision and compaction progress.
 ``history`` past versions kept by a history retention policy (schema version 2): one row per
-          write of a retained key (its revision, the value written or, for a delete, deleted,
-          the wall-clock time, ``deleted``), inserted in the write's own transaction. Compaction
-          never reads it; count limits are pruned in the write's transaction, age limits by a
-          periodic step.
+          write of a retained key (its revision and create revision, the value written or, for
+          a delete, deleted, the wall-clock time, ``deleted``), inserted in the write's own
+          transaction. Compaction never reads it; count limits are pruned in the write's
+          transaction, age limits by a periodic step.
 
 The schema version is SQLite's ``PRAGMA user_version``. ``MIGRATIONS[i]`` takes a database from
 version ``i`` to ``i + 1``; version 0 is an empty file. A database newer than this code is refused
@@ -56,6 +56,7 @@ def _create_history_table(db: sqlite3.Connection) -> None:
         """CREATE TABLE history (
             key TEXT NOT NULL,
             revision INTEGER NOT NULL,
+            create_revision INTEGER NOT NULL,
             value BLOB NOT NULL,
             time REAL NOT NULL,
             deleted INTEGER NOT NULL,

@@ -111,7 +111,10 @@ _UPSERT_LIVE = (
     " ON CONFLICT (key) DO UPDATE SET revision = excluded.revision"
 )
 _VALUES_AT = "SELECT revision, value FROM log WHERE revision IN ({})"
-_INSERT_HISTORY = "INSERT INTO history (key, revision, value, time, deleted) VALUES (?, ?, ?, ?, ?)"
+_INSERT_HISTORY = (
+    "INSERT INTO history (key, revision, create_revision, value, time, deleted)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 # Everything of the key older than its ``max_versions`` newest rows.
 _PRUNE_COUNT = (
     "DELETE FROM history WHERE key = ? AND revision <= (SELECT revision FROM history"
@@ -317,11 +320,12 @@ class Writer:
             retention = self._retained(key)
             if retention is None:
                 continue
+            kv, prev = event.kv, event.prev_kv
             if event.type is EventType.DELETE:
-                assert event.prev_kv is not None
-                rows.append((key, event.kv.mod_revision, event.prev_kv.value, now, 1))
+                assert prev is not None
+                rows.append((key, kv.mod_revision, prev.create_revision, prev.value, now, 1))
             else:
-                rows.append((key, event.kv.mod_revision, event.kv.value, now, 0))
+                rows.append((key, kv.mod_revision, kv.create_revision, kv.value, now, 0))
             if retention.max_versions is not None:
                 counted[key] = retention.max_versions
         if rows:
