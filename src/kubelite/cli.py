@@ -161,6 +161,19 @@ def main(argv: list[str] | None = None) -> int:
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
     )
     c.add_argument("--revision", type=int, required=True)
+    h = sub.add_parser(
+        "history",
+        help="an object's past versions, kept beyond compaction (serve --history-retention)",
+        description="Prints the timeline of an object's writes (revision, time, manager, "
+        "operation), deletions included, from the server's history subresource; --diff adds "
+        "the field changes between consecutive versions.",
+    )
+    h.add_argument("object", metavar="KIND/NAME", help="e.g. configmap/app, deployments.apps/web")
+    h.add_argument("-n", "--namespace", default=None, help="default: the kubeconfig's")
+    h.add_argument("--diff", action="store_true", help="show the field changes of each write")
+    h.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
+    )
     d = sub.add_parser("demo", help="narrated demonstrations on a live server")
     demos = d.add_subparsers(dest="demo", required=True)
     dc = demos.add_parser(
@@ -264,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(result.get("message", result))
         return 0
+    if args.command == "history":
+        return _history(args)
     if args.command == "demo":
         from kubelite.client.demo import run_conflict_demo  # rich loads only for the demo
 
@@ -273,6 +288,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kubeconfig":
         return _kubeconfig(args)
     return 2
+
+
+def _history(args: argparse.Namespace) -> int:
+    from kubelite.client import Client
+    from kubelite.client.errors import ApiError
+    from kubelite.client.history import HistoryError, fetch, timeline
+    from kubelite.client.kubeconfig import KubeconfigError, load_connection
+
+    kind, _, name = args.object.partition("/")
+    if not kind or not name or "/" in name:
+        print(f"kubelite: expected KIND/NAME, not {args.object!r}", file=sys.stderr)
+        return 2
+    try:
+        with Client(load_connection(args.kubeconfig), timeout=60) as client:
+            items = fetch(client, kind, name, args.namespace)
+    except (ApiError, HistoryError, KubeconfigError, OSError) as exc:
+        print(f"kubelite: {exc}", file=sys.stderr)
+        return 1
+    print(timeline(items, diff=args.diff))
+    return 0
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
