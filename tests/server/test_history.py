@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from harness import Server, start_server, stop_server
+from test_crds import CRDS, GIZMOS, gizmo_crd
 
 from etcdcluster import EtcdCluster
 
-RETENTION = ("--history-retention", "cm=10,deployments.apps=3")
+RETENTION = ("--history-retention", "cm=10,deployments.apps=3,gizmos.example.org=2")
 CM = "/api/v1/namespaces/default/configmaps"
 
 
@@ -130,6 +131,21 @@ def test_count_limit_and_a_grouped_resource(retaining: Server) -> None:
     items = ok(retaining.request("GET", f"{path}/web/history"))["items"]
     assert [i["object"]["spec"]["replicas"] for i in items] == [3, 4, 5]  # 3 kept per object
     assert {(i["manager"], i["operation"]) for i in items} == {("scaler", "Update")}
+
+
+def test_custom_resources_named_before_their_crd_exists(retaining: Server) -> None:
+    ok(retaining.request("POST", CRDS, gizmo_crd()), 201)
+    gizmo = {"apiVersion": "example.org/v1", "kind": "Gizmo", "metadata": {"name": "g"}}
+    created = ok(retaining.request("POST", GIZMOS, gizmo), 201)
+    gizmo["metadata"]["labels"] = {"v": "2"}
+    gizmo["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    ok(retaining.request("PUT", f"{GIZMOS}/g", gizmo))
+    ok(retaining.request("DELETE", f"{GIZMOS}/g"))
+    items = ok(retaining.request("GET", f"{GIZMOS}/g/history"))["items"]
+    assert [i["operation"] for i in items] == ["Update", "Delete"]  # 2 kept per object
+    assert items[0]["object"]["apiVersion"] == "example.org/v1"
+    discovered = ok(retaining.request("GET", "/apis/example.org/v1"))["resources"]
+    assert "gizmos/history" in {r["name"] for r in discovered}
 
 
 def test_unknown_object_is_404_and_unretained_resources_have_no_history(
