@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,17 @@ CM = "/api/v1/namespaces/default/configmaps"
 
 
 @pytest.fixture
-def retaining(tmp_path: Path) -> Iterator[Server]:
-    """A server on SQLite keeping ConfigMaps' (10) and Deployments' (3) past versions."""
+def sqlite_only(storage_backend: str) -> None:
+    """These tests start their own SQLite servers (the etcd answer has its own test): nothing
+    to run again under ``--storage-backend etcd``."""
+    if storage_backend != "sqlite":
+        pytest.skip("revision history is kept by the SQLite store")
+
+
+@pytest.fixture
+def retaining(tmp_path: Path, sqlite_only: None) -> Iterator[Server]:
+    """A server on SQLite keeping ConfigMaps' (10), Deployments' (3) and Gizmos' (2) past
+    versions."""
     srv = start_server(tmp_path / "data", None, *RETENTION)
     try:
         yield srv
@@ -65,7 +75,9 @@ def current_revision(srv: Server) -> int:
     return int(ok(srv.request("GET", CM))["metadata"]["resourceVersion"])
 
 
-def test_history_outlives_deletion_compaction_and_restart(tmp_path: Path) -> None:
+def test_history_outlives_deletion_compaction_and_restart(
+    tmp_path: Path, sqlite_only: None
+) -> None:
     srv = start_server(tmp_path / "data", None, *RETENTION)
     try:
         revisions = write_timeline(srv, "app")
@@ -212,7 +224,7 @@ def test_history_is_authorized_as_get_on_the_subresource(retaining: Server) -> N
 
 
 def test_over_etcd_history_is_405_with_a_clear_message(tmp_path: Path, etcd: EtcdCluster) -> None:
-    srv = start_server(tmp_path / "data", f"{etcd.url}?prefix=/history-test", *RETENTION)
+    srv = start_server(tmp_path / "data", f"{etcd.url}?prefix=/{uuid.uuid4().hex}", *RETENTION)
     try:
         ok(srv.request("POST", CM, configmap("app", {"k": "a"})), 201)
         status, body = srv.request("GET", f"{CM}/app/history")
