@@ -43,6 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         help="keep at least this many revisions of history",
     )
     s.add_argument(
+        "--history-retention",
+        type=_retention,
+        default={},
+        metavar="RESOURCE=LIMIT,...",
+        help="keep past versions of these resources beyond compaction (SQLite store), read with "
+        "`kubelite history`: a count per object or an age, e.g. configmaps=7d,deployments=100 "
+        "(default: none)",
+    )
+    s.add_argument(
         "--service-cluster-ip-range",
         default="10.96.0.0/12",
         help="the range Service cluster IPs are allocated from",
@@ -152,6 +161,19 @@ def main(argv: list[str] | None = None) -> int:
         "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
     )
     c.add_argument("--revision", type=int, required=True)
+    h = sub.add_parser(
+        "history",
+        help="an object's past versions, kept beyond compaction (serve --history-retention)",
+        description="Prints the timeline of an object's writes (revision, time, manager, "
+        "operation), deletions included, from the server's history subresource; --diff adds "
+        "the field changes between consecutive versions.",
+    )
+    h.add_argument("object", metavar="KIND/NAME", help="e.g. configmap/app, deployments.apps/web")
+    h.add_argument("-n", "--namespace", default=None, help="default: the kubeconfig's")
+    h.add_argument("--diff", action="store_true", help="show the field changes of each write")
+    h.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG") or "./kubelite-data/kubeconfig"
+    )
     d = sub.add_parser("demo", help="narrated demonstrations on a live server")
     demos = d.add_subparsers(dest="demo", required=True)
     dc = demos.add_parser(
@@ -231,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             authorization_mode=args.authorization_mode,
             leader_election=election,
+            history_retention=args.history_retention,
         )
         try:
             uvloop.run(serve(options))
@@ -254,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(result.get("message", result))
         return 0
+    if args.command == "history":
+        return _history(args)
     if args.command == "demo":
         from kubelite.client.demo import run_conflict_demo  # rich loads only for the demo
 
@@ -263,6 +288,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kubeconfig":
         return _kubeconfig(args)
     return 2
+
+
+def _history(args: argparse.Namespace) -> int:
+    from kubelite.client import Client
+    from kubelite.client.errors import ApiError
+    from kubelite.client.history import HistoryError, fetch, timeline
+    from kubelite.client.kubeconfig import KubeconfigError, load_connection
+
+    kind, _, name = args.object.partition("/")
+    if not kind or not name or "/" in name:
+        print(f"kubelite: expected KIND/NAME, not {args.object!r}", file=sys.stderr)
+        return 2
+    try:
+        with Client(load_connection(args.kubeconfig), timeout=60) as client:
+            items = fetch(client, kind, name, args.namespace)
+    except (ApiError, HistoryError, KubeconfigError, OSError) as exc:
+        print(f"kubelite: {exc}", file=sys.stderr)
+        return 1
+    print(timeline(items, diff=args.diff))
+    return 0
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
@@ -345,6 +390,15 @@ def _duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _retention(text: str) -> object:
+    from kubelite.api.retention import parse_retention
+
+    try:
+        return parse_retention(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _validity(text: str) -> float:

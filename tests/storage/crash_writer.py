@@ -1,6 +1,6 @@
 """Child process for test_crash.py: write under load and report every acknowledged write.
 
-Usage: ``python crash_writer.py DB_PATH TASKS``
+Usage: ``python crash_writer.py DB_PATH TASKS [history]``
 
 Opens ``sqlite://DB_PATH`` with full durability and no automatic compaction, prints ``ready``,
 then runs TASKS concurrent tasks. Task ``i`` owns key ``/crash/<i>``: it creates it with counter
@@ -9,6 +9,8 @@ then updates it with counter+1, +2, ... for ever, each update a compare-and-swap
 revision it last wrote. Only after a write has been acknowledged (its ``await`` returned) does
 the task print ``ack <key> <counter> <revision>`` and flush stdout, so every line the parent
 reads names a write the store promised to keep. The parent ends this process with SIGKILL.
+With ``history``, the store keeps every version of ``/crash/`` keys (a history retention
+policy), so the parent can check that each acknowledged write's history row survived too.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from kubelite.storage import Store, StoreOptions, open_store
+from kubelite.storage import Retention, Store, StoreOptions, open_store
 
 
 def key_for(task: int) -> str:
@@ -44,10 +46,10 @@ async def work(store: Store, task: int) -> None:
         ack(key, counter, revision)
 
 
-async def main(path: str, tasks: int) -> None:
-    store = await open_store(
-        f"sqlite://{path}", StoreOptions(durability="full", compaction_interval_seconds=0)
-    )
+async def main(path: str, tasks: int, history: bool) -> None:
+    kept = {"/crash/": Retention(max_versions=1_000_000)} if history else {}
+    options = StoreOptions(durability="full", compaction_interval_seconds=0, history_retention=kept)
+    store = await open_store(f"sqlite://{path}", options)
     print("ready", flush=True)
     try:
         await asyncio.gather(*(work(store, i) for i in range(tasks)))
@@ -56,4 +58,4 @@ async def main(path: str, tasks: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3:] == ["history"]))

@@ -73,7 +73,7 @@ def integrity_check_of_copy(path: Path) -> list[str]:
             Path(f"{copy}{suffix}").unlink(missing_ok=True)
 
 
-async def run_and_kill(path: Path, rng: random.Random, acks: Acks) -> None:
+async def run_and_kill(path: Path, rng: random.Random, acks: Acks, *writer_args: str) -> None:
     """Start the writer on ``path``, let it acknowledge MIN_ACKS writes (more when ``path``
     already holds keys), wait a random delay, SIGKILL it and collect every line it printed."""
     child = await asyncio.create_subprocess_exec(
@@ -81,6 +81,7 @@ async def run_and_kill(path: Path, rng: random.Random, acks: Acks) -> None:
         str(WRITER),
         str(path),
         str(TASKS),
+        *writer_args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -214,3 +215,30 @@ async def test_repeated_crashes_of_one_database(tmp_path: Path) -> None:
     for _ in range(3):
         await run_and_kill(path, rng, acks)
         await verify(path, acks)
+
+
+async def test_acknowledged_writes_keep_their_history_rows_through_sigkill(tmp_path: Path) -> None:
+    """With a history retention policy, each write's history row is in the write's own
+    transaction: after a SIGKILL every acknowledged write has its row (value and revision), and
+    the rows are exactly the committed writes, no more (docs/guarantees.md, revision history)."""
+    rng = seeded_rng(-2)
+    path = tmp_path / "state.db"
+    acks = Acks()
+    await run_and_kill(path, rng, acks, "history")
+    assert integrity_check_of_copy(path) == ["ok"]
+    store = await open_store(f"sqlite://{path}", OPTIONS)
+    try:
+        current = await store.current_revision()
+        live = [kv.key for kv in (await store.list("/crash/")).items]
+        kept = {key: await store.history(key) for key in live}
+        for key, counter, rev in acks.writes:
+            rows = {e.revision: e.value for e in kept[key]}
+            assert rows.get(rev) == str(counter).encode(), f"{key}={counter} @{rev} has no row"
+        committed = [(e.kv.key, e.revision, e.kv.value) for e in await read_history(store, current)]
+        rows = sorted(
+            ((e.key, e.revision, e.value) for entries in kept.values() for e in entries),
+            key=lambda row: row[1],
+        )
+        assert rows == committed
+    finally:
+        await store.close()

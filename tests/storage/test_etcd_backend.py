@@ -15,8 +15,10 @@ from etcdcluster import EtcdCluster
 from kubelite.storage import (
     Compacted,
     Event,
+    Retention,
     StoreOptions,
     Unavailable,
+    Unsupported,
     WatchOverflow,
     open_store,
 )
@@ -277,3 +279,18 @@ async def test_close_finishes_issued_writes_ends_watches_and_refuses_new_work(ur
         await store.create("/b", b"1")
     with pytest.raises(Unavailable):
         await store.get("/a")
+
+
+# -- revision history beyond compaction: not over etcd ---------------------------------------
+
+
+async def test_revision_history_is_refused_clearly(url: str) -> None:
+    """A retention policy is accepted (the API layer serves the subresource and answers 405),
+    but reading history says it needs the SQLite store."""
+    retained = StoreOptions(
+        compaction_interval_seconds=0, history_retention={"/cm/": Retention(max_versions=3)}
+    )
+    async with await open_store(url, retained) as store:
+        await store.create("/cm/a", b"1")
+        with pytest.raises(Unsupported, match="only by the SQLite store, not over etcd"):
+            await store.history("/cm/a")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from kubelite.api.authn import ADMIN, User
-from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.catalogue import ResourceInfo, Subresource
 from kubelite.api.listing import ListOptions
 from kubelite.api.request import RequestInfo
 
@@ -119,6 +119,14 @@ class Storage(Protocol):
 
     @property
     def object_info(self) -> ResourceInfo | None: ...
+
+
+@runtime_checkable
+class SpeaksOwnKind(Protocol):
+    """A subresource whose kind the catalogue does not know (kubelite's own ``history``): what
+    discovery lists for it."""
+
+    subresource_info: Subresource
 
 
 @runtime_checkable

@@ -122,6 +122,7 @@ async def assemble(
     authorization_mode: str = RBAC,
     ca_pem: str | None = None,
     leader_election: ElectionConfig | None = None,
+    history_retained: tuple[str, ...] = (),
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -132,7 +133,9 @@ async def assemble(
     request log line is on when debug logging is. ``ca_pem``: the CA that signs the serving
     certificate, published in every namespace as ConfigMap ``kube-root-ca.crt`` (None: no
     publisher). ``leader_election``: the Lease's durations (default kube's; on a store only
-    this process writes, a Lease left by a previous process is taken at once)."""
+    this process writes, a Lease left by a previous process is taken at once).
+    ``history_retained``: the key prefixes the store keeps past versions of (its
+    ``history_retention``), whose resources serve the ``history`` subresource."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -141,7 +144,9 @@ async def assemble(
         store = TimedStore(backing, api_metrics.observe_storage)
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
     ranges = service_ranges or ServiceRanges()
-    kinds = BuiltinKinds(catalogue, ServiceAccountTokens(token) if token else None, ranges)
+    kinds = BuiltinKinds(
+        catalogue, ServiceAccountTokens(token) if token else None, ranges, history_retained
+    )
     registry = Registry(store, kinds, caches=caches)
     webhooks = WebhookClient(service_resolver(registry, catalogue))
     kinds.webhook_client = webhooks  # CRD conversion webhooks

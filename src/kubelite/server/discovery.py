@@ -11,7 +11,7 @@ from typing import Any
 
 from kubelite import __version__
 from kubelite.api.catalogue import KUBERNETES_VERSION, Catalogue, GroupInfo, ResourceInfo
-from kubelite.api.rest import Storage, verbs
+from kubelite.api.rest import SpeaksOwnKind, Storage, verbs
 
 #: A resource's storages by subresource name ("" is the resource itself).
 StoragesOf = Callable[[ResourceInfo], dict[str, Storage]]
@@ -41,8 +41,11 @@ def _group_entry(group: GroupInfo) -> dict[str, Any]:
 
 def _subresource_entry(info: ResourceInfo, name: str, storage: Storage) -> dict[str, Any]:
     """``deployments/status``; ``deployments/scale`` also names its own kind (autoscaling/v1
-    Scale), as discovery does when a subresource's kind is not the parent's."""
+    Scale), as discovery does when a subresource's kind is not the parent's, and so does a
+    subresource of kubelite's own (``configmaps/history``: kubelite.dev/v1)."""
     sub = info.subresource(name)
+    if sub is None and isinstance(storage, SpeaksOwnKind):
+        sub = storage.subresource_info
     entry: dict[str, Any] = {
         "name": f"{info.plural}/{name}",
         "singularName": "",

@@ -42,6 +42,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.history import NAME as HISTORY
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_prefix
 from kubelite.server.messages import Request
@@ -269,9 +270,9 @@ class APIMetrics:
 
     def _served(self, info: RequestInfo) -> bool:
         found = self.catalogue.lookup(info.api_group, info.api_version, info.resource)
-        return found is not None and (
-            not info.subresource or info.subresource in found.subresources
-        )
+        sub = info.subresource
+        # ``history`` (kubelite's own) is served by resources the retention policy keeps
+        return found is not None and (not sub or sub in found.subresources or sub == HISTORY)
 
     def _longrunning(self, request: Request, delta: int) -> None:
         info = request.info

@@ -20,13 +20,15 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.kinds.allocation import ServiceRanges
+from kubelite.api.retention import resolve_retention
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
@@ -48,7 +50,7 @@ from kubelite.server.tls import (
     ensure_serving_files,
     issue_client_certificate,
 )
-from kubelite.storage import StoreOptions
+from kubelite.storage import Retention, StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,9 @@ class ServeOptions:
     authorization_mode: str = "RBAC"
     #: the controller manager's Lease (``--leader-elect-*``; kube's durations by default)
     leader_election: ElectionConfig = field(default_factory=ElectionConfig)
+    #: ``--history-retention``: the resources whose past versions are kept beyond compaction,
+    #: by their spelling on the command line (:func:`kubelite.api.retention.parse_retention`)
+    history_retention: Mapping[str, Retention] = field(default_factory=dict)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -234,11 +239,22 @@ async def _serve(
     if url is None:
         private_file(data_dir / "state.db")
         url = f"sqlite://{data_dir}/state.db"
+    catalogue = load_builtin_catalogue()
+    try:
+        kept = resolve_retention(options.history_retention, catalogue)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    if kept and not url.startswith("sqlite:"):
+        log.warning(
+            "--history-retention: only the SQLite store keeps revision history; "
+            "the history subresource answers 405 on this storage"
+        )
     store = await open_store_checked(
         url,
         StoreOptions(
             retention_seconds=options.history_seconds,
             min_retained_revisions=options.history_revisions,
+            history_retention=kept,
         ),
     )
     try:
@@ -260,6 +276,8 @@ async def _serve(
             authorization_mode=options.authorization_mode,
             ca_pem=tls.ca_cert.read_text(),
             leader_election=options.leader_election,
+            catalogue=catalogue,
+            history_retained=tuple(kept),
         )
         log.info("%s", server.controllers.describe())
         sock, cert_sock = socks

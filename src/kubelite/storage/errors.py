@@ -10,8 +10,9 @@ messages::
     ├── Conflict          compare-and-swap lost: the key's mod_revision is not the expected one
     ├── Compacted         the revision asked for is older than the compacted history
     ├── FutureRevision    the revision asked for has not happened yet
-    └── Unavailable       the store cannot serve now (closed, I/O error, a watch that fell behind)
-        └── WatchOverflow a watcher fell behind; it may resume from ``next_revision``
+    ├── Unavailable       the store cannot serve now (closed, I/O error, a watch that fell behind)
+    │   └── WatchOverflow a watcher fell behind; it may resume from ``next_revision``
+    └── Unsupported       the backend does not offer this (revision history over etcd)
 """
 
 from __future__ import annotations
@@ -90,3 +91,12 @@ class WatchOverflow(Unavailable):
         super().__init__(
             f"watch on {prefix!r} fell behind and was ended; resume from revision {next_revision}"
         )
+
+
+class Unsupported(StorageError):
+    """What was asked is not something this backend does (revision history beyond
+    compaction, which only the SQLite store keeps): asking again will not help."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)

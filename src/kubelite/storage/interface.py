@@ -15,9 +15,11 @@ creation, 1 after create). A key that is not live compares as mod_revision 0.
 from __future__ import annotations
 
 import abc
+import builtins
 import enum
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, NamedTuple
 
@@ -65,6 +67,36 @@ class ListResult:
     remaining: int | None = None
 
 
+class HistoryEntry(NamedTuple):
+    """One past version of a key, kept by a history retention policy: the write's revision,
+    the ``create_revision`` of the incarnation it belongs to (equal to ``revision`` for a
+    create), the value written (for a deletion: the value it deleted), its wall-clock time
+    (Unix seconds), and whether the write was a deletion."""
+
+    key: str
+    revision: int
+    create_revision: int
+    value: bytes
+    time: float
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How long past versions of the keys under one prefix are kept: at most ``max_versions``
+    per key (counting a deletion as one), or for ``max_age_seconds`` after their write. Either
+    or both; None is no limit of that sort."""
+
+    max_age_seconds: float | None = None
+    max_versions: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_age_seconds is not None and not self.max_age_seconds > 0:
+            raise ValueError(f"max_age_seconds must be positive, not {self.max_age_seconds}")
+        if self.max_versions is not None and self.max_versions < 1:
+            raise ValueError(f"max_versions must be at least 1, not {self.max_versions}")
+
+
 Durability = Literal["full", "relaxed"]
 
 
@@ -78,6 +110,10 @@ class StoreOptions:
     retention_seconds, min_retained_revisions: automatic compaction keeps at least this much
         history (both must hold); set ``compaction_interval_seconds`` to 0 to turn it off.
     watch_queue_size: events a watcher may have waiting before it is ended with WatchOverflow.
+    history_retention: key prefix -> :class:`Retention`: past versions of the keys under each
+        prefix kept beyond compaction, read with :meth:`Store.history` (empty: none kept; a
+        backend that keeps none refuses a non-empty policy only when history is read). No
+        prefix may start with another (each key has one policy).
     """
 
     durability: Durability = "full"
@@ -85,6 +121,15 @@ class StoreOptions:
     min_retained_revisions: int = 1000
     compaction_interval_seconds: float = 30.0
     watch_queue_size: int = 1000
+    history_retention: Mapping[str, Retention] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        prefixes = sorted(self.history_retention)
+        for shorter, longer in itertools.pairwise(prefixes):
+            if longer.startswith(shorter):
+                raise ValueError(f"history retention prefixes {shorter!r} and {longer!r} overlap")
+        if "" in self.history_retention:
+            raise ValueError("a history retention prefix may not be empty")
 
 
 class Watch(abc.ABC):
@@ -186,6 +231,13 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Finish acknowledged work, end every watch and release the backend."""
+
+    @abc.abstractmethod
+    async def history(self, key: str) -> builtins.list[HistoryEntry]:
+        """The past versions of ``key`` kept by the store's history retention policy, oldest
+        first: one per create, update and delete, across incarnations of the key, each written
+        in the same transaction as its write and unaffected by :meth:`compact`. A key under no
+        retained prefix has none. Raises Unsupported when the backend keeps no history."""
 
     async def check(self) -> None:
         """Raise ``Unavailable``, saying why, when the store is not answering: what the server's

@@ -11,10 +11,11 @@ not a request.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable
 
-from kubelite.storage.interface import KeyValue, ListResult, Store, Watch
+from kubelite.storage.interface import HistoryEntry, KeyValue, ListResult, Store, Watch
 
 #: ``observe(operation, key, seconds)``: the key (or list prefix) tells the resource.
 Observer = Callable[[str, str, float], None]
@@ -84,6 +85,9 @@ class TimedStore(Store):
 
     async def compacted_revision(self) -> int:
         return await self.inner.compacted_revision()
+
+    async def history(self, key: str) -> builtins.list[HistoryEntry]:
+        return await self.inner.history(key)  # not a kube request: not timed
 
     async def compact(self, revision: int) -> None:
         await self.inner.compact(revision)

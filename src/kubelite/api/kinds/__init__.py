@@ -6,7 +6,8 @@ their tokens, pods and bindings, component statuses, the review kinds, CRDs, RBA
 bindings with their escalation checks, the webhook configurations). Every other built-in kind
 is served by the generic store with its strategy (or the default one), plus the generic
 ``status`` and ``scale`` subresources it declares; every custom resource by the generic store
-with the custom resource strategy.
+with the custom resource strategy. A resource whose keys the store keeps past versions of (the
+history retention policy) also serves ``history`` (:mod:`kubelite.api.history`).
 
 The generic machinery (``kubelite.api.generic``, ``registry``, ``rest``, ``strategy`` and the
 server's handlers) never imports this package; an import-linter contract in ``make check``
@@ -15,8 +16,9 @@ keeps it so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
+from kubelite.api import history
 from kubelite.api.authn import ServiceAccountTokens, User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
@@ -42,6 +44,7 @@ from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.kinds.settled import Settled
 from kubelite.api.kinds.webhookconversion import WebhookConverter
 from kubelite.api.registry import Registry, Storages
+from kubelite.api.stored import Codec, storage_prefix
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
 from kubelite.api.webhookclient import WebhookClient
@@ -95,8 +98,11 @@ class BuiltinKinds:
         catalogue: Catalogue,
         tokens: ServiceAccountTokens | None = None,
         service_ranges: ServiceRanges | None = None,
+        retained: Collection[str] = (),
     ) -> None:
         self.catalogue = catalogue
+        #: the key prefixes whose past versions the store keeps: their kinds serve ``history``
+        self.retained = frozenset(retained)
         self.tokens = tokens
         self.service_ranges = service_ranges or ServiceRanges()
         self.custom = CustomResourceStrategy()
@@ -137,6 +143,14 @@ class BuiltinKinds:
         self.crds.caught_up = caught_up
 
     def storages(self, info: ResourceInfo, backing: Backing) -> Storages:
+        found = self._storages(info, backing)
+        if storage_prefix(info, None) in self.retained:
+            main = found.get("")
+            codec = main.codec if isinstance(main, GenericStore) else Codec(info)
+            found = {**found, history.NAME: history.HistoryREST(info, backing.store, codec)}
+        return found
+
+    def _storages(self, info: ResourceInfo, backing: Backing) -> Storages:
         if not info.builtin:
             converter = WebhookConverter(info, self._webhook_client) if info.conversion else None
             return standard_storages(info, self.custom, backing, converter)

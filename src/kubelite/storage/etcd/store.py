@@ -29,6 +29,7 @@ timeout: never a false success and never a false ``Conflict``.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -45,6 +46,7 @@ from kubelite.storage.errors import (
     KeyExists,
     NotFound,
     Unavailable,
+    Unsupported,
 )
 from kubelite.storage.etcd.endpoints import (
     ATTEMPT_TIMEOUT,
@@ -60,6 +62,7 @@ from kubelite.storage.etcd.keyspace import COMPACT_KEY, Keyspace
 from kubelite.storage.etcd.reads import ReadBatcher
 from kubelite.storage.etcd.watch import EtcdWatch
 from kubelite.storage.interface import (
+    HistoryEntry,
     KeyValue,
     ListResult,
     Store,
@@ -249,6 +252,14 @@ class EtcdStore(Store):
             self.note_compacted(int(kv.value))
             self._probe_version = kv.version
         return int(response.header.revision)
+
+    async def history(self, key: str) -> builtins.list[HistoryEntry]:
+        """Not designed over etcd yet: etcd's own history is what compaction removes, and a
+        second copy would need transactions spanning two keyspaces (docs/guarantees.md)."""
+        check_key(key)
+        raise Unsupported(
+            "revision history beyond compaction is kept only by the SQLite store, not over etcd"
+        )
 
     def note_compacted(self, revision: int) -> None:
         if revision > self.compacted:

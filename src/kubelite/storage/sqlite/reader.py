@@ -1,4 +1,4 @@
-"""Reads: point gets, range lists and history pages, each in one WAL snapshot.
+"""Reads: point gets, range lists, history pages and kept versions, each in one WAL snapshot.
 
 Reads run on their own connections in a small thread pool, so they never wait for the writer (a
 WAL reader sees the last commit before it began and takes no lock the writer needs). Everything
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kubelite.storage.errors import Compacted, FutureRevision
-from kubelite.storage.interface import Event, EventType, KeyValue, ListResult
+from kubelite.storage.interface import Event, EventType, HistoryEntry, KeyValue, ListResult
 from kubelite.storage.sqlite.connection import connect
 
 _LIVE_COLUMNS = "l.key, l.value, l.create_revision, l.revision, l.version"
@@ -179,6 +179,20 @@ class Reader:
             if count:  # in the same snapshot as the page, so the two agree
                 remaining = _count_after(db, past, prefix, rows[-1][0]) if more else 0
         return ListResult([KeyValue(*r) for r in rows], at, more, remaining)
+
+    def kept_versions(self, key: str) -> list[HistoryEntry]:
+        """The rows a history retention policy kept of ``key``, oldest first."""
+        rows = (
+            self._db()
+            .execute(
+                "SELECT key, revision, create_revision, value, time, deleted FROM history"
+                " WHERE key = ?"
+                " ORDER BY revision",
+                (key,),
+            )
+            .fetchall()
+        )
+        return [HistoryEntry(k, r, c, v, t, bool(d)) for k, r, c, v, t, d in rows]
 
     def history(self, prefix: str, first: int, last: int, limit: int) -> list[Event]:
         """Events with first <= revision <= last under ``prefix``, in revision order."""

@@ -9,6 +9,11 @@ Tables:
 ``live``  one row per live key: the revision of its current ``log`` row. Compare-and-swap is an
           ``UPDATE live ... WHERE key = ? AND revision = ?``.
 ``meta``  the store revision, the compacted revision and compaction progress.
+``history`` past versions kept by a history retention policy (schema version 2): one row per
+          write of a retained key (its revision and create revision, the value written or, for
+          a delete, deleted, the wall-clock time, ``deleted``), inserted in the write's own
+          transaction. Compaction never reads it; count limits are pruned in the write's
+          transaction, age limits by a periodic step.
 
 The schema version is SQLite's ``PRAGMA user_version``. ``MIGRATIONS[i]`` takes a database from
 version ``i`` to ``i + 1``; version 0 is an empty file. A database newer than this code is refused
@@ -46,7 +51,21 @@ def _create_base_tables(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_create_base_tables]
+def _create_history_table(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE history (
+            key TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            create_revision INTEGER NOT NULL,
+            value BLOB NOT NULL,
+            time REAL NOT NULL,
+            deleted INTEGER NOT NULL,
+            PRIMARY KEY (key, revision)
+        ) WITHOUT ROWID"""
+    )
+
+
+MIGRATIONS: list[Migration] = [_create_base_tables, _create_history_table]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

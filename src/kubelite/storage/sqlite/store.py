@@ -23,6 +23,7 @@ from kubelite.storage.compaction import CompactionPolicy
 from kubelite.storage.errors import Compacted, Unavailable
 from kubelite.storage.interface import (
     Event,
+    HistoryEntry,
     KeyValue,
     ListResult,
     Store,
@@ -43,6 +44,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 READER_THREADS = 2
+# How often versions past their history retention age are dropped (seconds).
+HISTORY_PRUNE_INTERVAL = 60.0
 # The health check reads this key (kube probes <prefix>/health) and waits this long.
 HEALTH_KEY = "/health"
 HEALTH_TIMEOUT = 2.0
@@ -87,12 +90,14 @@ class SqliteStore(Store):
             synchronous = "off"
         else:
             await asyncio.to_thread(_make_parent_dir, path)
-        writer = await asyncio.to_thread(Writer, path, synchronous)
+        writer = await asyncio.to_thread(Writer, path, synchronous, options.history_retention)
         self = cls(path, writer, options, tempdir)
         if writer.compact_done < writer.compacted:  # a compaction was interrupted: finish it
             self._spawn(self._finish_compaction())
         if options.compaction_interval_seconds > 0:
             self._spawn(self._auto_compact())
+        if any(r.max_age_seconds for r in options.history_retention.values()):
+            self._spawn(self._prune_history_periodically())
         return self
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -114,12 +119,17 @@ class SqliteStore(Store):
                 op.future.set_result(op.result)
 
     async def _write(
-        self, kind: OpKind, key: str = "", value: bytes = b"", expected: int | None = None
+        self,
+        kind: OpKind,
+        key: str = "",
+        value: bytes = b"",
+        expected: int | None = None,
+        at: float = 0.0,
     ) -> object:
         if self._closed:
             raise Unavailable("store is closed")
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._writer.submit(Op(kind, future, key, value, expected))
+        self._writer.submit(Op(kind, future, key, value, expected, at))
         return await future
 
     async def _read(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -182,6 +192,24 @@ class SqliteStore(Store):
         self, prefix: str, first: int, last: int, limit: int
     ) -> builtins.list[Event]:
         return await self._read(self._reader.history, prefix, first, last, limit)
+
+    async def history(self, key: str) -> builtins.list[HistoryEntry]:
+        check_key(key)
+        return await self._read(self._reader.kept_versions, key)
+
+    async def prune_history(self, now: float | None = None) -> int:
+        """Drop kept versions older than their policy's age at ``now`` (default: the time
+        now); returns how many. Runs every ``HISTORY_PRUNE_INTERVAL`` seconds on its own."""
+        at = time.time() if now is None else now
+        return cast(int, await self._write(OpKind.PRUNE_HISTORY, at=at))
+
+    async def _prune_history_periodically(self) -> None:
+        while True:
+            try:
+                await self.prune_history()
+            except Unavailable as exc:
+                log.warning("pruning the revision history skipped: %s", exc)
+            await asyncio.sleep(HISTORY_PRUNE_INTERVAL)
 
     async def current_revision(self) -> int:
         return self._hub.revision

@@ -10,8 +10,9 @@ write waiting at that moment (up to ``MAX_BATCH``) into one transaction:
    and writes nothing; its batch-mates go on. A write that passes takes the next revision and
    updates the index.
 3. Write the batch's ``log`` rows and move ``live`` to match the index (one statement per kind
-   of change), read the values the batch replaced (for ``prev_kv``) in one query, then
-   ``COMMIT`` (fsync with synchronous=FULL).
+   of change), read the values the batch replaced (for ``prev_kv``) in one query, add a
+   ``history`` row for each write of a key a retention policy keeps (and prune that key to its
+   count limit), then ``COMMIT`` (fsync with synchronous=FULL).
 4. Hand the batch's results and events to the event loop in one ``call_soon_threadsafe``: watchers
    get the events, then every caller gets its answer. Nothing is acknowledged before step 3.
 
@@ -30,8 +31,9 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
 
@@ -44,8 +46,9 @@ from kubelite.storage.errors import (
     StorageError,
     Unavailable,
 )
-from kubelite.storage.interface import Event, EventType, KeyValue
+from kubelite.storage.interface import Event, EventType, KeyValue, Retention
 from kubelite.storage.sqlite.connection import Synchronous, connect
+from kubelite.storage.sqlite.reader import prefix_end
 from kubelite.storage.sqlite.schema import SCHEMA_VERSION, migrate
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class OpKind(enum.Enum):
     COMPACT_BEGIN = enum.auto()
     COMPACT_STEP = enum.auto()
     CHECKPOINT = enum.auto()
+    PRUNE_HISTORY = enum.auto()
     STOP = enum.auto()
 
 
@@ -72,6 +76,7 @@ class Op:
     key: str = ""
     value: bytes = b""
     expected: int | None = None  # mod_revision for update/delete; target for COMPACT_BEGIN
+    at: float = 0.0  # PRUNE_HISTORY: the wall-clock time ages are measured from
     result: object = field(default=None)
     error: StorageError | None = None
 
@@ -106,6 +111,15 @@ _UPSERT_LIVE = (
     " ON CONFLICT (key) DO UPDATE SET revision = excluded.revision"
 )
 _VALUES_AT = "SELECT revision, value FROM log WHERE revision IN ({})"
+_INSERT_HISTORY = (
+    "INSERT INTO history (key, revision, create_revision, value, time, deleted)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+# Everything of the key older than its ``max_versions`` newest rows.
+_PRUNE_COUNT = (
+    "DELETE FROM history WHERE key = ? AND revision <= (SELECT revision FROM history"
+    " WHERE key = ? ORDER BY revision DESC LIMIT 1 OFFSET ?)"
+)
 _IN_CHUNK = 500
 
 
@@ -125,7 +139,13 @@ class Writer:
     """The only writer of a database. ``revision``, ``compacted`` and ``compact_done`` are read
     on the writer thread and, once a commit is handed over, on the event loop."""
 
-    def __init__(self, path: str, synchronous: Synchronous) -> None:
+    def __init__(
+        self,
+        path: str,
+        synchronous: Synchronous,
+        retention: Mapping[str, Retention] | None = None,
+    ) -> None:
+        self._retention = list((retention or {}).items())
         self._lock_file = _lock_exclusively(path)
         try:
             self._db = connect(path, synchronous=synchronous)
@@ -219,6 +239,8 @@ class Writer:
                     ],
                 )
             events = self._events(written)
+            if self._retention and events:
+                self._keep_history(events)
             self._db.execute("COMMIT")
             self._remember(self._values)
         except Exception as exc:  # an I/O error, or a bug: fail the batch, keep the writer
@@ -249,6 +271,8 @@ class Writer:
             self._compact_begin(op)
         elif kind is OpKind.COMPACT_STEP:
             self._compact_step(op)
+        elif kind is OpKind.PRUNE_HISTORY:
+            self._prune_history(op)
 
     def _events(self, written: list[_Written]) -> list[Event]:
         """Build the batch's events, reading every replaced value in one query per chunk."""
@@ -276,6 +300,56 @@ class Writer:
                 op.result = (kv.mod_revision, prev_kv)
             events.append(Event(type_, kv, prev_kv))
         return events
+
+    # -- history kept by a retention policy: in the transaction of the writes it records -------
+
+    def _retained(self, key: str) -> Retention | None:
+        for prefix, retention in self._retention:
+            if key.startswith(prefix):
+                return retention
+        return None
+
+    def _keep_history(self, events: list[Event]) -> None:
+        """A ``history`` row for each write of a retained key (a deletion keeps the value it
+        deleted), then each such key cut back to its policy's count."""
+        now = time.time()
+        rows: list[tuple[object, ...]] = []
+        counted: dict[str, int] = {}
+        for event in events:
+            key = event.kv.key
+            retention = self._retained(key)
+            if retention is None:
+                continue
+            kv, prev = event.kv, event.prev_kv
+            if event.type is EventType.DELETE:
+                assert prev is not None
+                rows.append((key, kv.mod_revision, prev.create_revision, prev.value, now, 1))
+            else:
+                rows.append((key, kv.mod_revision, kv.create_revision, kv.value, now, 0))
+            if retention.max_versions is not None:
+                counted[key] = retention.max_versions
+        if rows:
+            self._db.executemany(_INSERT_HISTORY, rows)
+        if counted:
+            self._db.executemany(_PRUNE_COUNT, [(k, k, n) for k, n in counted.items()])
+
+    def _prune_history(self, op: Op) -> None:
+        """Drop the rows older than their prefix's age limit, measured from ``op.at``."""
+        removed = 0
+        for prefix, retention in self._retention:
+            if retention.max_age_seconds is None:
+                continue
+            where = "key >= ? AND key < ?"
+            end = prefix_end(prefix)
+            args: list[object] = [prefix, end]
+            if end is None:
+                where, args = "key >= ?", [prefix]
+            cursor = self._db.execute(
+                f"DELETE FROM history WHERE {where} AND time < ?",
+                [*args, op.at - retention.max_age_seconds],
+            )
+            removed += cursor.rowcount
+        op.result = removed
 
     def _remember(self, values: dict[int, bytes]) -> None:
         """Keep the latest values written: the next write to a key usually replaces one of them,
