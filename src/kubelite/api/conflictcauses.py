@@ -112,8 +112,7 @@ def _causes(versions: list[tuple[int, Obj]], shape: Shape, sent: int) -> list[Ca
 class _Write:
     """One write, from the version before it to the one it made: the fields it changed, and
     the managedFields entries after it (manager, fields owned, whether this write made or moved
-    the entry: a new entry, a new time, or fields gained; one that only lost fields is not the
-    writer)."""
+    the entry: :func:`managedfields.entries_written`)."""
 
     revision: int
     diff: Comparison
@@ -123,17 +122,12 @@ class _Write:
     def between(
         cls, revision: int, older: Obj, newer: Obj, shape: Shape, fields: dict[int, FieldSet]
     ) -> _Write:
-        before = {managedfields.raw_identity(e): e for e in _entries(older)}
-        entries = []
-        for entry in _entries(newer):
-            owned = _fields(entry, fields)
-            old = before.get(managedfields.raw_identity(entry))
-            moved = (
-                old is None
-                or old.get("time") != entry.get("time")
-                or not owned.difference(_fields(old, fields)).empty()
-            )
-            entries.append((str(entry.get("manager") or ""), owned, moved))
+        now = _entries(newer)
+        moved = managedfields.entries_written(now, _entries(older))
+        entries = [
+            (str(e.get("manager") or ""), _fields(e, fields), any(e is m for m in moved))
+            for e in now
+        ]
         return cls(revision, _compare(older, newer, shape), entries)
 
     def touches(self, path: Path) -> bool:
@@ -187,8 +181,7 @@ def _touches(fields: FieldSet, path: Path, ancestors: bool = True) -> bool:
 
 
 def _entries(obj: Obj) -> list[dict[str, Any]]:
-    raw = (obj.get("metadata") or {}).get("managedFields")
-    return [e for e in raw if isinstance(e, dict)] if isinstance(raw, list) else []
+    return managedfields.stored_entries((obj.get("metadata") or {}).get("managedFields"))
 
 
 def _fields(entry: dict[str, Any], parsed: dict[int, FieldSet]) -> FieldSet:

@@ -99,22 +99,13 @@ def _item(entry: HistoryEntry, obj: Obj, before: Obj | None) -> Obj:
 
 
 def _writer(entries: list[Obj], before: Obj | None) -> Obj:
-    """The managedFields entry a write made: one that is new or whose time moved since the
-    version before (a writer's entry is stamped with the write's time; the entries it took
-    fields from keep theirs), else one whose fields changed, else (nothing told, or the
-    version before is not kept) the newest of all. Ties go to the last listed."""
-    old: dict[str, Obj] = {}
+    """The managedFields entry a write made: of those it made or moved since the version
+    before (:func:`managedfields.entries_written`), else (nothing told, or the version before
+    is not kept) of all, the newest. Ties go to the last listed."""
+    old: list[Obj] = []
     if before is not None:
-        raw = (before.get("metadata") or {}).get("managedFields")
-        old = {managedfields.raw_identity(e): e for e in managedfields.stored_entries(raw)}
-    previous = [old.get(managedfields.raw_identity(e)) for e in entries]
-    stamped = [
-        e
-        for e, p in zip(entries, previous, strict=True)
-        if p is None or p.get("time") != e.get("time")
-    ]
-    changed = [e for e, p in zip(entries, previous, strict=True) if p != e]
-    candidates = stamped or changed or entries
+        old = managedfields.stored_entries((before.get("metadata") or {}).get("managedFields"))
+    candidates = managedfields.entries_written(entries, old) or entries
     if not candidates:
         return {}
     # RFC 3339 in seconds, UTC: the text orders as the time does

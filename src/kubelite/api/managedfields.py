@@ -375,6 +375,32 @@ def raw_identity(raw: dict[str, Any]) -> str:
     )
 
 
+def entries_written(
+    entries: list[dict[str, Any]], before: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Of a stored version's entries, those the write that made it made or moved, given the
+    version before's (both as :func:`stored_entries` gives them): a new entry, a new time, or
+    fields the entry did not hold. An entry that only lost fields to the write is not its
+    writer's. What history and conflict explanations name as a write's manager."""
+    earlier = {raw_identity(e): e for e in before}
+    out = []
+    for entry in entries:
+        old = earlier.get(raw_identity(entry))
+        if old is None or old.get("time") != entry.get("time") or _gained(entry, old):
+            out.append(entry)
+    return out
+
+
+def _gained(entry: dict[str, Any], old: dict[str, Any]) -> bool:
+    if entry["fieldsV1"] == old["fieldsV1"]:
+        return False
+    try:
+        fields = FieldSet.from_fields_v1(entry["fieldsV1"])
+        return not fields.difference(FieldSet.from_fields_v1(old["fieldsV1"])).empty()
+    except FieldsV1Error:
+        return True
+
+
 def raw_order(raw: dict[str, Any]) -> tuple[Any, ...]:
     return _order(
         raw["operation"],
