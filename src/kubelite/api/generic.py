@@ -344,7 +344,8 @@ class GenericStore:
         opts: WriteOptions,
     ) -> None:
         """The uid (a storage precondition for a PUT's body; a patch's is checked as immutable)
-        and the resourceVersion, in kube's order."""
+        and the resourceVersion, in kube's order. An injected conflict fails the latter where a
+        real one would (:attr:`WriteOptions.injected_conflict`)."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
         uid = "" if opts.patch else meta.get("uid") or ""
@@ -371,7 +372,10 @@ class GenericStore:
                     )
                 ],
             )
-        if requested and requested != int(current_meta["resourceVersion"]):
+        if requested and (
+            requested != int(current_meta["resourceVersion"])
+            or (opts.injected_conflict is not None and opts.injected_conflict())
+        ):
             raise errors.conflict(info.plural, info.group, name)
 
     # -- delete ----------------------------------------------------------------------------------

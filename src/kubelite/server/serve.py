@@ -32,6 +32,7 @@ from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
 from kubelite.server.clientcerts import ClientCertListener
 from kubelite.server.credentials import share_credentials
+from kubelite.server.faults import FaultSpec
 from kubelite.server.http import serve_http
 from kubelite.server.overload import Limits
 from kubelite.server.startup import (
@@ -75,6 +76,8 @@ class ServeOptions:
     authorization_mode: str = "RBAC"
     #: the controller manager's Lease (``--leader-elect-*``; kube's durations by default)
     leader_election: ElectionConfig = field(default_factory=ElectionConfig)
+    #: faults injected into the API's answers (``--inject``; None: nothing is injected)
+    faults: FaultSpec | None = None
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -260,8 +263,11 @@ async def _serve(
             authorization_mode=options.authorization_mode,
             ca_pem=tls.ca_cert.read_text(),
             leader_election=options.leader_election,
+            faults=options.faults,
         )
         log.info("%s", server.controllers.describe())
+        if options.faults is not None:
+            log.warning("%s", options.faults.describe())
         sock, cert_sock = socks
         shown = f"[{host}]" if ":" in host else host
         certificates = ClientCertListener(server.app, cert_sock, tls)
