@@ -195,12 +195,15 @@ async def test_an_informer_converges_though_its_watches_are_cut(dropping: Server
             # it was without listing (a watch-list counts as a list and a watch); the last
             # fault's resume may still be under way
             stats = informer.stats
-            await eventually(
-                lambda: (
-                    (stats.expired, stats.watches - stats.lists)
-                    == (counts["watch_expired"], counts["watch_end"])
+            try:
+                await eventually(
+                    lambda: (
+                        (stats.expired, stats.watches - stats.lists)
+                        == (counts["watch_expired"], counts["watch_end"])
+                    )
                 )
-            )
+            except TimeoutError:
+                raise AssertionError(f"the informer's {stats} for the faults {counts}") from None
             assert stats.errors == 0
         finally:
             await informer.stop()

@@ -3,13 +3,14 @@ clients (``kubelite serve --inject conflicts=0.1,watch-drops=0.01,slow=0.05:200m
 the testing plugin's ``inject=``):
 
 - **conflicts=P**: a share P of the updates and patches that carry a resourceVersion (a PUT's
-  body, a patch or apply that sets ``metadata.resourceVersion``: the only writes a real cluster
-  can refuse because another writer won) are answered kube's 409 ``the object has been
-  modified``. The server decides here whether a write is such a one and hands the api layer a
+  body, a patch or apply that sets ``metadata.resourceVersion``: the writes a real cluster
+  refuses with ``the object has been modified`` when another writer won) are answered kube's
+  409. The server decides here whether a write is such a one and hands the api layer a
   one-shot chance (``WriteOptions.injected_conflict``), which the generic store asks at the
   very point where it compares the resourceVersion, after the object was read and before
   anything is admitted or written: the 409 is the real one's, text, place and order, and
-  nothing stored changes.
+  nothing stored changes. A DELETE's resourceVersion precondition is not faulted: its 409
+  names the version in the record, which an injected one would have to invent.
 - **watch-drops=P**: after each ADDED, MODIFIED or DELETED event of a watch stream (not the
   initial events of a watch that begins with the current state: those lead up to the
   ``k8s.io/initial-events-end`` bookmark), with probability P the stream ends: half the time
