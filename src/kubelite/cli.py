@@ -142,6 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         default=2.0,
         help="how often candidates try the Lease and the leader renews it, e.g. 2s",
     )
+    s.add_argument(
+        "--inject",
+        default=None,
+        metavar="FAULTS",
+        help="inject faults for testing clients, e.g. conflicts=0.1,watch-drops=0.01,"
+        "slow=0.05:200ms,seed=1: a share of writes that carry a resourceVersion answered 409, "
+        "of watch events after which the stream ends (cleanly or with 410), of requests "
+        "delayed; never changes stored state",
+    )
     k = sub.add_parser(
         "kubeconfig",
         help="print a kubeconfig that acts as a user in groups (for testing RBAC)",
@@ -222,6 +231,15 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"kubelite: {exc}", file=sys.stderr)
             return 2
+        faults = None
+        if args.inject is not None:
+            from kubelite.server.faults import FaultSpec, FaultSpecError
+
+            try:
+                faults = FaultSpec.parse(args.inject)
+            except FaultSpecError as exc:
+                print(f"kubelite: --inject {args.inject!r}: {exc}", file=sys.stderr)
+                return 2
         election = ElectionConfig(
             args.leader_elect_lease_duration,
             args.leader_elect_renew_deadline,
@@ -254,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             authorization_mode=args.authorization_mode,
             leader_election=election,
             history_retention=args.history_retention,
+            faults=faults,
         )
         try:
             uvloop.run(serve(options))

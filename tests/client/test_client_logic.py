@@ -256,6 +256,23 @@ def test_watch_error_event_raises_its_status() -> None:
         WatchDecoder().feed(line)
 
 
+def test_events_before_an_error_in_the_same_chunk_are_handed_out_first() -> None:
+    # a server batches what is ready into one chunk: a watch-list's initial-events-end bookmark
+    # and the 410 that follows it (kubelite serve --inject watch-drops=P sends exactly this)
+    decoder = WatchDecoder()
+    chunk = (
+        b'{"type":"ADDED","object":{"metadata":{"resourceVersion":"4"}}}\n'
+        b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}\n'
+        b'{"type":"ERROR","object":{"kind":"Status","status":"Failure","reason":"Expired",'
+        b'"code":410,"message":"too old resource version: 5 (6)"}}\n'
+    )
+    assert [e.type for e in decoder.feed(chunk)] == ["ADDED", "BOOKMARK"]
+    with pytest.raises(Expired, match=r"too old resource version: 5 \(6\)"):
+        decoder.raise_error()
+    with pytest.raises(Expired):
+        decoder.feed(b"")
+
+
 # -- discovery and requests -------------------------------------------------------------------
 
 APPS_V1 = {

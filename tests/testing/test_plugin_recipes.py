@@ -1,6 +1,7 @@
 """Every recipe of docs/testing.md runs, as written, in a project of its own through the
 plugin: kubelite.client, kubectl, the kubernetes client, kubernetes_asyncio, lightkube, kr8s,
-a service account held to its RBAC, and a kopf operator under KopfRunner."""
+a service account held to its RBAC, a kopf operator under KopfRunner, and a test under injected
+conflicts."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def test_the_document_has_a_recipe_for_each_client() -> None:
         "tests/test_kr8s.py",
         "tests/test_rbac.py",
         "tests/test_operator.py",
+        "tests/test_faults.py",
     ]
 
 
@@ -30,4 +32,4 @@ def test_every_recipe_passes(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "-p", "kubelite.testing", "-p", "no:cacheprovider", *tests
     )
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)

@@ -350,7 +350,8 @@ class GenericStore:
         opts: WriteOptions,
     ) -> None:
         """The uid (a storage precondition for a PUT's body; a patch's is checked as immutable)
-        and the resourceVersion, in kube's order."""
+        and the resourceVersion, in kube's order. An injected conflict fails the latter where a
+        real one would (:attr:`WriteOptions.injected_conflict`)."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
         uid = "" if opts.patch else meta.get("uid") or ""
@@ -380,6 +381,8 @@ class GenericStore:
         stored = int(current_meta["resourceVersion"])
         if requested and requested != stored:
             raise errors.StaleWrite(info.plural, info.group, name, requested, stored)
+        if requested and opts.injected_conflict is not None and opts.injected_conflict():
+            raise errors.conflict(info.plural, info.group, name)  # nothing changed: no causes
 
     # -- delete ----------------------------------------------------------------------------------
 

@@ -76,6 +76,9 @@ class WriteOptions(NamedTuple):
     #: the options as the client sent them (``dryRun``, ``fieldManager``, ``fieldValidation``
     #: of meta.k8s.io/v1), what kube's handlers give admission; None: a write of the server's
     sent: Obj | None = None
+    #: an injected fault (``kubelite serve --inject conflicts=P``): asked where the write's
+    #: resourceVersion precondition has just held; True fails it as if another writer had won
+    injected_conflict: Callable[[], bool] | None = None
 
 
 class DeleteOptions(NamedTuple):

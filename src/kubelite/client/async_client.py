@@ -53,6 +53,7 @@ class AsyncWatch:
             self._opening = None
             self._chunks = self._client.transport.stream(request)
         while not self._ready:
+            self._decoder.raise_error()  # an ERROR that came after the events handed out
             self._ready = self._decoder.feed(await self._chunks.__anext__())
             self._ready.reverse()
         return self._ready.pop()

@@ -139,17 +139,39 @@ class WatchEvent:
 @dataclass(slots=True)
 class WatchDecoder:
     """Splits a watch stream's bytes into events (one JSON object per ``\\n``-ended line).
-    An ERROR event raises its Status as an :class:`ApiError` (``Expired`` for a 410)."""
+    An ERROR event raises its Status as an :class:`ApiError` (``Expired`` for a 410), once the
+    events before it (in the same chunk too) have been handed out: :meth:`feed` returns them
+    and keeps the error, which :meth:`raise_error` (or the next :meth:`feed`) raises. A reader
+    calls :meth:`raise_error` before it reads another chunk, since the stream ends after it."""
 
     _pending: bytearray = field(default_factory=bytearray)
+    _error: ApiError | None = None
 
     def feed(self, chunk: bytes) -> list[WatchEvent]:
+        self.raise_error()
         self._pending += chunk
         if b"\n" not in chunk:
             return []
         *lines, rest = bytes(self._pending).split(b"\n")
         self._pending = bytearray(rest)
-        return [self._event(line) for line in lines if line.strip()]
+        events = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                events.append(self._event(line))
+            except ApiError as exc:  # the stream's last event: nothing after it is read
+                self._error = exc
+                self._pending = bytearray()
+                break
+        if not events:
+            self.raise_error()
+        return events
+
+    def raise_error(self) -> None:
+        """Raise the ERROR event read after the events :meth:`feed` last returned, if any."""
+        if self._error is not None:
+            raise self._error
 
     def _event(self, line: bytes) -> WatchEvent:
         data = orjson.loads(line)

@@ -46,6 +46,7 @@ class Watch:
 
     def __next__(self) -> WatchEvent:
         while not self._ready:
+            self._decoder.raise_error()  # an ERROR that came after the events handed out
             self._ready = self._decoder.feed(next(self._chunks))
             self._ready.reverse()
         return self._ready.pop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -30,6 +31,12 @@ from kubelite.client.kubeconfig import Connection
 
 DEFAULT_TIMEOUT = 30.0
 POOL_SIZE = 64
+#: asyncio before 3.12.8 (and 3.13.0) can leave a TLS connection's socket open when the
+#: connection is closed before the peer completes the TLS shutdown (fixed by CPython PR 118960):
+#: a watch dropped mid-stream, a pool closed as the loop ends; the socket then surfaces as a
+#: ResourceWarning. aiohttp aborts such sockets when asked (``enable_cleanup_closed``; on later
+#: Pythons it warns that the option is useless, so it is asked only where it is needed).
+LEAKS_TLS_TRANSPORTS = sys.version_info[:3] < (3, 12, 8) or sys.version_info[:3] == (3, 13, 0)
 _END = "kubelite.app-returned"  # queued when the ASGI app's task finishes
 
 
@@ -107,7 +114,9 @@ class AiohttpTransport:
         if self._session is None:
             https = self.connection.server.startswith("https:")
             connector = aiohttp.TCPConnector(
-                ssl=self.connection.ssl_context() if https else False, limit=POOL_SIZE
+                ssl=self.connection.ssl_context() if https else False,
+                limit=POOL_SIZE,
+                enable_cleanup_closed=https and LEAKS_TLS_TRANSPORTS,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,

@@ -10,6 +10,7 @@ from typing import Any
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.registry import Registry
+from kubelite.server.faults import Faults
 from kubelite.server.filters import (
     Auditor,
     Authenticator,
@@ -40,6 +41,7 @@ class KubeliteApp:
         limits: Limits | None = None,
         health: Health | None = None,
         shutting_down: asyncio.Event | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
@@ -48,7 +50,7 @@ class KubeliteApp:
         #: the tasks serving requests now
         self._active: set[asyncio.Task[Any]] = set()
         health = health or Health.standard(registry.store, _synced, self.shutting_down)
-        handlers = Handlers(self.shutting_down)
+        handlers = Handlers(self.shutting_down, faults)
         routes = Routes(registry, catalogue, handlers, health, metrics_document)
         self.handle = build_chain(
             routes,
@@ -59,6 +61,7 @@ class KubeliteApp:
             metrics=metrics,
             request_log=request_log,
             limits=limits,
+            faults=faults,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -54,6 +54,7 @@ from kubelite.api.webhookclient import WebhookClient
 from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
+from kubelite.server.faults import Faults, FaultSpec
 from kubelite.server.healthz import CheckFailed, Health
 from kubelite.server.httplog import request_logger
 from kubelite.server.metrics import APIMetrics
@@ -92,6 +93,8 @@ class Assembly:
     policies: AdmissionPolicies | None = None
     #: the admission webhooks in force (followed from the store)
     webhook_source: WebhookSource | None = None
+    #: the faults injected into the API's answers (``--inject``), and their counts
+    faults: Faults | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
@@ -123,6 +126,7 @@ async def assemble(
     ca_pem: str | None = None,
     leader_election: ElectionConfig | None = None,
     history_retained: tuple[str, ...] = (),
+    faults: FaultSpec | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -135,7 +139,8 @@ async def assemble(
     publisher). ``leader_election``: the Lease's durations (default kube's; on a store only
     this process writes, a Lease left by a previous process is taken at once).
     ``history_retained``: the key prefixes the store keeps past versions of (its
-    ``history_retention``), whose resources serve the ``history`` subresource."""
+    ``history_retention``), whose resources serve the ``history`` subresource. ``faults``: what
+    to inject into the API's answers (:mod:`kubelite.server.faults`; None: nothing)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -201,6 +206,9 @@ async def assemble(
         api_metrics.add_controllers(
             controllers.queue_depths, lambda: controllers.leading, "kube-controller-manager"
         )
+    injected = None if faults is None else Faults(faults)
+    if api_metrics is not None and injected is not None:
+        api_metrics.add_faults(injected.counts)
     stopping = asyncio.Event()
 
     async def informers_synced() -> None:
@@ -220,6 +228,7 @@ async def assemble(
         limits=limits,
         health=Health.standard(backing, informers_synced, stopping),
         shutting_down=stopping,
+        faults=injected,
     )
     return Assembly(
         backing,
@@ -237,6 +246,7 @@ async def assemble(
         webhooks,
         policies,
         webhook_source,
+        injected,
     )
 
 

@@ -2,7 +2,7 @@
 DefaultBuildHandlerChain):
 
     audit init -> recovery -> request info -> http log -> metrics -> timeout -> authentication
-    -> audit -> max in flight -> authorization -> routes
+    -> audit -> max in flight -> authorization -> (injected delay) -> routes
 
 - **audit init** gives the request its audit ID (the client's ``Audit-ID`` header, else a new
   UUID) and receipt time, and returns the ID in every response's ``Audit-Id`` header
@@ -25,6 +25,8 @@ DefaultBuildHandlerChain):
 - **metrics**, **audit** and **authorization** are slots: each takes an object
   (:class:`Metrics`, :class:`Auditor`, :class:`Authorizer`) and passes requests through
   untouched when it has none. :mod:`.metrics` and :mod:`.audit` fill the first two.
+- **injected delay** is there only when ``--inject slow=P:DURATION`` asks for it
+  (:mod:`kubelite.server.faults`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from kubelite.api.names import path_segment_errors
 from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
 from kubelite.api.selectors import SelectorError, parse_field_selector
+from kubelite.server.faults import Faults, with_injected_delay
 from kubelite.server.impersonation import with_impersonation
 from kubelite.server.messages import Request, Send, send_error
 from kubelite.server.overload import Limits, with_max_in_flight, with_timeout
@@ -401,10 +404,12 @@ def build_chain(
     metrics: Metrics | None = None,
     request_log: RequestLog | None = None,
     limits: Limits | None = None,
+    faults: Faults | None = None,
 ) -> Handler:
     """The whole chain around ``routes``, outermost first as listed in the module docstring."""
     limits = limits or Limits()
-    handler = with_authorization(routes, authorizer)
+    handler = with_injected_delay(routes, faults)
+    handler = with_authorization(handler, authorizer)
     handler = with_max_in_flight(handler, limits)
     handler = with_impersonation(handler, authorizer)
     handler = with_audit(handler, auditor)

@@ -12,6 +12,7 @@ import asyncio
 import random
 import re
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import orjson
@@ -45,6 +46,7 @@ from kubelite.api.rest import (
 )
 from kubelite.api.selectors import object_matcher
 from kubelite.api.watchcache import parse_send_initial_events, validate_watch_options
+from kubelite.server.faults import Faults, carries_resource_version, patch_sets_resource_version
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch
 
@@ -86,15 +88,16 @@ VerbHandler = Callable[[Request, Send, Target], Awaitable[None]]
 class Handlers:
     """The verb handlers; ``stopping`` ends watch streams when the server shuts down."""
 
-    def __init__(self, stopping: asyncio.Event) -> None:
+    def __init__(self, stopping: asyncio.Event, faults: Faults | None = None) -> None:
         self.stopping = stopping
+        self.faults = faults
         self.by_verb: dict[str, VerbHandler] = {
             "get": get,
             "list": list_objects,
             "watch": self.watch,
             "create": create,
-            "update": update,
-            "patch": patch,
+            "update": update if faults is None else partial(update, faults=faults),
+            "patch": patch if faults is None else partial(patch, faults=faults),
             "delete": delete,
             "deletecollection": delete_collection,
         }
@@ -127,9 +130,10 @@ class Handlers:
             send_initial_events=send_initial,
             allow_bookmarks=request.flag("allowWatchBookmarks"),
         )
+        faults = None if self.faults is None else self.faults.stream(q, send_initial)
         events = watcher.watch(target.ctx, options)
         await stream_watch(
-            request, send, target.info, events, _watch_timeout(q), self.stopping.wait()
+            request, send, target.info, events, _watch_timeout(q), self.stopping.wait(), faults
         )
 
 
@@ -162,19 +166,26 @@ async def create(request: Request, send: Send, target: Target) -> None:
     await send_object(request, send, target.object_info, obj, 201, headers)
 
 
-async def update(request: Request, send: Send, target: Target) -> None:
+async def update(
+    request: Request, send: Send, target: Target, *, faults: Faults | None = None
+) -> None:
     updater: Updater = target.serving(Updater)
     body = await request.json_object(_kind(target))
     warnings = _decode(request, target, "update", body)
     put = replacement(target.info, target.namespace, target.name, body)
     manager = _field_manager(request, "UpdateOptions")
     options = WriteOptions(_dry_run(request), manager, warnings=warnings, sent=_sent(request))
+    if faults is not None:  # a PUT carries a resourceVersion when its body does
+        chance = faults.conflict_chance(carries_resource_version(body))
+        options = options._replace(injected_conflict=chance)
     obj, created = await updater.update(target.ctx, target.name, put, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
 
 
-async def patch(request: Request, send: Send, target: Target) -> None:
+async def patch(
+    request: Request, send: Send, target: Target, *, faults: Faults | None = None
+) -> None:
     patcher: Patcher = target.serving(Patcher)
     content_type = request.headers.get("content-type", "").split(";")[0].strip()
     if content_type not in PATCH_TYPES:
@@ -191,20 +202,23 @@ async def patch(request: Request, send: Send, target: Target) -> None:
         if applied_kind is None:  # a view without a schema of its own (a TokenRequest...)
             raise errors.unsupported_media_type([t for t in PATCH_TYPES if t != APPLY_PATCH])
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
+        applied = decode_apply(await request.body(), mode)
+        sets_version = carries_resource_version(applied.config)
         patched = apply_update(
-            applied_kind, target.namespace, target.name,
-            decode_apply(await request.body(), mode), manager,
+            applied_kind, target.namespace, target.name, applied, manager,
             force=force, field_validation=mode, warnings=warnings,
             subresource=request.info.subresource, reset=reset,
         )  # fmt: skip
         if decoding.builtin(target.object_info):
             patched = _decoded(target.object_info, patched)
     else:
+        body = await request.json()
+        sets_version = patch_sets_resource_version(content_type, body)
         patched = patch_update(
             target.info,
             target.name,
             content_type,
-            await request.json(),
+            body,
             schema=target.object_info,
             field_validation=mode,
             warnings=warnings,
@@ -212,8 +226,9 @@ async def patch(request: Request, send: Send, target: Target) -> None:
         if decoding.decodes(target.body_kind):
             patched = _decoded(target.body_kind, patched)
     options = WriteOptions(
-        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request)
-    )
+        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request),
+        injected_conflict=None if faults is None else faults.conflict_chance(sets_version),
+    )  # fmt: skip
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)

@@ -19,6 +19,7 @@ in one test process).
   controller manager holds (named as kube-controller-manager names its controllers), and
   ``leader_election_master_status{name}`` (1 while this server holds the controller manager's
   Lease), read from the controllers when scraped;
+- ``kubelite_injected_faults_total{fault}``, only on a server started with ``--inject``;
 - the process and platform collectors (``process_*``, ``python_info``).
 
 The three metrics every request feeds are :mod:`.tally`'s (plain values, families built when
@@ -38,7 +39,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
@@ -133,6 +134,25 @@ class ControllerGauges(Collector):
         yield status
 
 
+class FaultCounters(Collector):
+    """``kubelite_injected_faults_total{fault}``: the faults ``--inject`` asked for, as
+    injected so far (:mod:`kubelite.server.faults`), read when scraped."""
+
+    def __init__(self, counts: Mapping[str, int]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "kubelite_injected_faults",
+            "Faults injected on purpose (kubelite serve --inject) by fault: conflict, "
+            "watch_end, watch_expired, slow.",
+            labels=("fault",),
+        )
+        for fault, count in self.counts.items():
+            family.add_metric((fault,), count)
+        yield family
+
+
 class APIMetrics:
     """The :class:`kubelite.server.filters.Metrics` of one app, and the ``/metrics`` document."""
 
@@ -211,6 +231,10 @@ class APIMetrics:
     ) -> None:
         """Report the controller manager's queues and whether it holds ``lease``."""
         self.registry.register(ControllerGauges(depths, leading, lease))
+
+    def add_faults(self, counts: Mapping[str, int]) -> None:
+        """Report the injected faults' counts (``counts`` read when scraped)."""
+        self.registry.register(FaultCounters(counts))
 
     # -- the filter's hooks ----------------------------------------------------------------------
 

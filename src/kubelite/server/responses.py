@@ -19,6 +19,7 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.generic import collect
 from kubelite.api.listing import ListScan
+from kubelite.server.faults import StreamFaults
 from kubelite.server.messages import JSON, Request, Send, send_json
 from kubelite.server.streaming import ChunkBatcher
 from kubelite.server.table import CONTENT_TYPE as TABLE_CONTENT_TYPE
@@ -100,8 +101,10 @@ async def stream_watch(
     events: AsyncGenerator[Any, None],
     seconds: float,
     stopping: Awaitable[Any],
+    faults: StreamFaults | None = None,
 ) -> None:
-    """A watch stream: events until the client goes, the timeout, or the server stops."""
+    """A watch stream: events until the client goes, the timeout, or the server stops (or an
+    injected fault ends it: :mod:`.faults`)."""
     tabled = as_table(request)
     include = request.query.get("includeObject", "Metadata")
     out = ChunkBatcher(send)
@@ -109,12 +112,16 @@ async def stream_watch(
     async def pump() -> None:
         try:
             async for event in events:
+                if faults is not None:
+                    faults.before(event)  # may raise the injected 410
                 if tabled:
                     obj = table(info, [event.object], str(event.revision), include_object=include)
                     await out.write(jsoncodec.dumps({"type": event.type, "object": obj}) + b"\n")
                 else:
                     await out.write(event.line())  # encoded once for all its watchers
                 request.count_watch_event()
+                if faults is not None and faults.ends_after(event):
+                    break
         except APIError as exc:  # the stream has begun: errors travel as ERROR events
             error = {"type": "ERROR", "object": errors.status_body(exc)}
             await out.write(orjson.dumps(error) + b"\n")

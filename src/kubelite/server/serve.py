@@ -34,6 +34,7 @@ from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
 from kubelite.server.clientcerts import ClientCertListener
 from kubelite.server.credentials import share_credentials
+from kubelite.server.faults import FaultSpec
 from kubelite.server.http import serve_http
 from kubelite.server.overload import Limits
 from kubelite.server.startup import (
@@ -80,6 +81,8 @@ class ServeOptions:
     #: ``--history-retention``: the resources whose past versions are kept beyond compaction,
     #: by their spelling on the command line (:func:`kubelite.api.retention.parse_retention`)
     history_retention: Mapping[str, Retention] = field(default_factory=dict)
+    #: faults injected into the API's answers (``--inject``; None: nothing is injected)
+    faults: FaultSpec | None = None
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -278,8 +281,11 @@ async def _serve(
             leader_election=options.leader_election,
             catalogue=catalogue,
             history_retained=tuple(kept),
+            faults=options.faults,
         )
         log.info("%s", server.controllers.describe())
+        if options.faults is not None:
+            log.warning("%s", options.faults.describe())
         sock, cert_sock = socks
         shown = f"[{host}]" if ":" in host else host
         certificates = ClientCertListener(server.app, cert_sock, tls)

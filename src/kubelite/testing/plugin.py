@@ -9,6 +9,9 @@
 - ``--kubelite-mode`` (or the ``kubelite_mode`` ini option): ``in-process`` (the default: a
   thread of the test process) or ``subprocess`` (``kubelite serve``); the marker's ``mode=``
   chooses for one test (with ``fresh=True``).
+- ``--kubelite-inject`` (or the ``kubelite_inject`` ini option): the faults every server
+  injects (``kubelite serve --inject``: ``conflicts=0.1,watch-drops=0.01,slow=0.05:200ms``);
+  the marker's ``inject=`` for one test's own server (with ``fresh=True``; ``""``: none).
 
 A server that stops while a test uses it fails that test, with the server's log.
 """
@@ -19,10 +22,12 @@ import contextlib
 import re
 import uuid
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
 from kubelite.client import NotFound
+from kubelite.server.faults import FaultSpecError
 from kubelite.testing.servers import DEFAULT_MODE, MODES, KubeliteServer, Mode, start_server
 from kubelite.testing.waiting import WaitTimeout, wait_for
 
@@ -40,13 +45,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"how the kubelite fixture runs its server (default: {DEFAULT_MODE})",
     )
     parser.addini("kubelite_mode", f"in-process or subprocess (default: {DEFAULT_MODE})")
+    group.addoption(
+        "--kubelite-inject",
+        default=None,
+        metavar="FAULTS",
+        help="faults the kubelite servers inject, as kubelite serve --inject takes them, e.g. "
+        "conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1",
+    )
+    parser.addini("kubelite_inject", "faults the kubelite servers inject (see --kubelite-inject)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(fresh=False, mode=None): fresh=True gives the test a kubelite server of its "
-        "own; mode (in-process, subprocess) how that server runs",
+        f"{MARKER}(fresh=False, mode=None, inject=None): fresh=True gives the test a kubelite "
+        "server of its own; mode (in-process, subprocess) how that server runs; inject the "
+        "faults it injects (conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1)",
     )
 
 
@@ -55,6 +69,18 @@ def _session_mode(config: pytest.Config) -> Mode:
     if mode not in MODES:
         raise pytest.UsageError(f"kubelite_mode must be one of {MODES}, not {mode!r}")
     return mode
+
+
+def _session_inject(config: pytest.Config) -> str | None:
+    inject = config.getoption("--kubelite-inject") or config.getini("kubelite_inject")
+    return inject or None
+
+
+def _start(data_dir: Path, mode: Mode, inject: str | None) -> KubeliteServer:
+    try:
+        return start_server(data_dir, mode, inject=inject)
+    except FaultSpecError as exc:
+        raise pytest.UsageError(f"kubelite inject={inject!r}: {exc}") from None
 
 
 def _check(server: KubeliteServer) -> None:
@@ -68,7 +94,11 @@ def kubelite_session(
     pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KubeliteServer]:
     """The session's shared server (started on first use)."""
-    server = start_server(tmp_path_factory.mktemp("kubelite") / "data", _session_mode(pytestconfig))
+    server = _start(
+        tmp_path_factory.mktemp("kubelite") / "data",
+        _session_mode(pytestconfig),
+        _session_inject(pytestconfig),
+    )
     try:
         yield server
     finally:
@@ -91,9 +121,11 @@ def kubelite(
         yield server
         return
     mode = options.pop("mode", None) or _session_mode(request.config)
+    inject = options.pop("inject", None)
+    inject = _session_inject(request.config) if inject is None else inject or None
     if options:
         raise pytest.UsageError(f"unknown @pytest.mark.kubelite options: {sorted(options)}")
-    server = start_server(tmp_path_factory.mktemp("kubelite") / "data", mode)
+    server = _start(tmp_path_factory.mktemp("kubelite") / "data", mode, inject)
     try:
         yield server
     finally:

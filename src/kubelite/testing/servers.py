@@ -16,12 +16,15 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
+import ssl
 import subprocess
 import sys
 import threading
 import time
 import traceback
+import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kubelite.client import AsyncClient, Client
+from kubelite.server.faults import FaultSpec
 from kubelite.server.serve import ServeOptions, serve, user_kubeconfig
 
 Mode = Literal["in-process", "subprocess"]
@@ -127,6 +131,21 @@ class KubeliteServer(ABC):
                 f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
             )
         return result
+
+    def injected_faults(self) -> dict[str, int]:
+        """How many faults the server injected so far (started with ``inject=``), by fault:
+        ``conflict``, ``watch_end``, ``watch_expired``, ``slow`` (empty when it injects none).
+        A test asserts on it that its code met the faults it was meant to survive."""
+        context = ssl.create_default_context(cafile=str(self.ca_cert))
+        request = urllib.request.Request(f"{self.url}/metrics")
+        request.add_header("Authorization", f"Bearer {self.token}")
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
+            text = response.read().decode()
+        return {
+            match.group(1): int(float(match.group(2)))
+            for match in re.finditer(r'^kubelite_injected_faults_total\{fault="(\w+)"\} (\S+)$',
+                                     text, re.MULTILINE)
+        }  # fmt: skip
 
     def log(self) -> str:
         """What the server logged so far."""
@@ -342,19 +361,27 @@ def _end(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
-def start_server(data_dir: Path, mode: Mode = DEFAULT_MODE) -> KubeliteServer:
-    """A fresh server on ``data_dir`` in ``mode``; stop it with :meth:`KubeliteServer.stop`."""
+def start_server(
+    data_dir: Path, mode: Mode = DEFAULT_MODE, *, inject: str | None = None
+) -> KubeliteServer:
+    """A fresh server on ``data_dir`` in ``mode``; stop it with :meth:`KubeliteServer.stop`.
+    ``inject``: the faults it injects, as ``kubelite serve --inject`` takes them
+    (``conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1``); a bad spec is a
+    :class:`~kubelite.server.faults.FaultSpecError` (a ValueError) saying what to write."""
+    faults = None if inject is None else FaultSpec.parse(inject)
     if mode == "in-process":
-        return InProcessServer.start(data_dir)
+        return InProcessServer.start(data_dir, ServeOptions(faults=faults))
     if mode == "subprocess":
-        return SubprocessServer.start(data_dir)
+        return SubprocessServer.start(data_dir, *(() if faults is None else ("--inject", inject)))
     raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 
 
 @contextmanager
-def serving(data_dir: Path, mode: Mode = DEFAULT_MODE) -> Iterator[KubeliteServer]:
+def serving(
+    data_dir: Path, mode: Mode = DEFAULT_MODE, *, inject: str | None = None
+) -> Iterator[KubeliteServer]:
     """:func:`start_server` as a context manager: the server stops on exit."""
-    server = start_server(data_dir, mode)
+    server = start_server(data_dir, mode, inject=inject)
     try:
         yield server
     finally:
