@@ -142,6 +142,24 @@ class Server:
             return err.code, json.loads(err.read() or b"{}")
 
 
+def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
+    """An apps/v1 Deployment of one nginx container, labelled ``app: <name>``."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
 def wait_for_namespace_defaults(server: Server, namespace: str) -> None:
     """Return once ``namespace`` holds its ``kube-root-ca.crt`` and ``default`` ServiceAccount
     (a hang guard of 30 s, not a timing assertion)."""

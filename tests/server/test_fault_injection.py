@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, deployment, start_server, stop_server
 
 from kubelite.server.faults import (
     Faults,
@@ -271,23 +271,6 @@ def test_writes_a_cluster_cannot_refuse_are_never_refused(make_server: Any) -> N
     assert srv.request("DELETE", f"{NS}/configmaps/d")[0] == 200
     assert srv.request("GET", path)[1]["data"] == {"n": "4"}
     assert injected(srv)["conflict"] == 0
-
-
-def deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 def test_subresource_writes_are_refused_as_their_objects(make_server: Any) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, deployment, start_server, stop_server
 from test_crds import CRDS, GIZMOS, gizmo_crd
 
 from etcdcluster import EtcdCluster
@@ -115,21 +115,8 @@ def test_history_outlives_deletion_compaction_and_restart(
 
 def test_count_limit_and_a_grouped_resource(retaining: Server) -> None:
     path = "/apis/apps/v1/namespaces/default/deployments"
-    labels = {"app": "web"}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
-    ok(retaining.request("POST", path, deployment), 201)
+    deployment_body = deployment("web")
+    ok(retaining.request("POST", path, deployment_body), 201)
     for replicas in (2, 3, 4, 5):
         scale = {"spec": {"replicas": replicas}}
         ok(
