@@ -5,11 +5,13 @@ The app is called directly (no socket, no TLS), as in ``bench/request_path.py``.
 is the median over rounds of the mean microseconds per request, one request at a time:
 
 * ``PUT 200``: a conflict-checked PUT that succeeds, the ordinary write, for scale;
-* ``409 bare``: a stale PUT with the explanation turned off (the function replaced by one
+* ``409 bare``: a stale PUT with the explanation turned off (the method replaced by one
   that finds nothing, in this process only): what the conflict path cost before;
-* ``409 explained, N behind``: a stale PUT whose version is N writes old; the explanation
-  reads the N versions back and compares each pair (at most 32 pairs: beyond, the sent one is
-  read directly).
+* ``409 explained, N behind``: a stale PUT whose version is N writes old, explained anew each
+  time: the sent and stored versions are read, then the writes in between, newest first, as
+  far back as a changed field needs placing (at most 32);
+* ``409 repeated``: the same stale PUT again and again, as served: the resource remembers its
+  last 64 explanations.
 
 Run:
     .venv/bin/python bench/conflict_causes.py            # ~15 s
@@ -28,7 +30,7 @@ from typing import Any
 import orjson
 import uvloop
 
-from kubelite.api import generic
+from kubelite.api.conflictcauses import Explainer
 from kubelite.server.assembly import running
 from kubelite.storage import StoreOptions
 from request_path import PATH, TOKEN, App, call, configmap, time_puts
@@ -48,16 +50,22 @@ async def stale_puts(app: App, n: int, stale: dict[str, Any], name: str) -> floa
 
 
 @contextmanager
-def unexplained() -> Iterator[None]:
-    async def nothing(*_: Any) -> list[Any]:
+def explaining(how: str) -> Iterator[None]:
+    """``bare``: nothing explained (kube's 409); ``fresh``: each 409 explained anew (the
+    explanations a resource remembers are not looked at); ``remembered``: as served."""
+
+    async def bare(self: Explainer, key: str, sent: int, current: int) -> list[Any]:
         return []
 
-    explain = generic.explain
-    generic.explain = nothing  # type: ignore[assignment]
+    async def fresh(self: Explainer, key: str, sent: int, current: int) -> list[Any]:
+        return await self._explain(key, sent, current)
+
+    served = Explainer.explain
+    Explainer.explain = {"bare": bare, "fresh": fresh}.get(how, served)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        generic.explain = explain
+        Explainer.explain = served  # type: ignore[method-assign]
 
 
 async def prepare(app: App, name: str, behind: int) -> dict[str, Any]:
@@ -88,12 +96,15 @@ async def measure(rounds: int, n: int) -> dict[str, list[float]]:
         stale = {b: await prepare(app, f"behind-{b}", b) for b in BEHIND}
         for _ in range(rounds):
             figures.setdefault("PUT 200", []).append(await time_puts(app, n, obj))
-            with unexplained():
+            with explaining("bare"):
                 run = await stale_puts(app, n, stale[1], "behind-1")
             figures.setdefault("409 bare", []).append(run)
             for b in BEHIND:
-                run = await stale_puts(app, n, stale[b], f"behind-{b}")
+                with explaining("fresh"):
+                    run = await stale_puts(app, n, stale[b], f"behind-{b}")
                 figures.setdefault(f"409 explained, {b} behind", []).append(run)
+            run = await stale_puts(app, n, stale[BEHIND[-1]], f"behind-{BEHIND[-1]}")
+            figures.setdefault(f"409 repeated, {BEHIND[-1]} behind", []).append(run)
     return figures
 
 

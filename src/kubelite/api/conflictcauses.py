@@ -19,7 +19,7 @@ This runs only on the conflict path, after the write was refused.
 
 from __future__ import annotations
 
-import itertools
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,74 +38,116 @@ Obj = dict[str, Any]
 REASON: Final = "FieldValueChanged"
 #: Fields the server sets on every write: they change with any change and say nothing of it.
 _SKIPPED: Final = FieldSet.of(("f:metadata", "f:generation"))
-#: Versions read back at most, and causes given at most (a summary cause says how many more).
+#: Writes read back at most, and causes given at most (a summary cause says how many more).
 MAX_VERSIONS: Final = 32
 MAX_CAUSES: Final = 20
+#: explanations remembered per resource
+REMEMBERED: Final = 64
 
 
-async def explain(
-    store: Store, codec: Codec, info: ResourceInfo, key: str, sent: int, current: int
-) -> list[Cause]:
-    """The causes of a 409 for a write that sent resourceVersion ``sent`` of ``key`` when the
-    stored version is ``current``; [] when the sent version cannot be read."""
-    if not 0 < sent < current:
-        return []
-    try:
-        versions = await _versions_since(store, codec, key, sent, current)
-        if versions is None:
+class Explainer:
+    """The explanations of one resource's 409s. The last few are kept: a client that repeats a
+    stale write (a retry loop that does not read again) is answered from memory."""
+
+    def __init__(self, store: Store, codec: Codec, info: ResourceInfo) -> None:
+        self.store = store
+        self.codec = codec
+        self.info = info
+        self._recent: OrderedDict[tuple[str, int, int], list[Cause]] = OrderedDict()
+
+    async def explain(self, key: str, sent: int, current: int) -> list[Cause]:
+        """The causes of a 409 for a write that sent resourceVersion ``sent`` of ``key`` when
+        the stored version is ``current``; [] when the sent version cannot be read."""
+        if not 0 < sent < current:
             return []
-        return _causes(versions, shape_of(info), sent)
-    except (APIError, StorageError, ValueError, TypedError):
-        return []  # compacted, a converter failing: kube's bare 409
+        memo = (key, sent, current)
+        causes = self._recent.get(memo)
+        if causes is None:
+            causes = await self._explain(key, sent, current)
+            self._recent[memo] = causes
+            if len(self._recent) > REMEMBERED:
+                self._recent.popitem(last=False)
+        return causes
+
+    async def _explain(self, key: str, sent: int, current: int) -> list[Cause]:
+        store, codec = self.store, self.codec
+        try:
+            base = await store.get(key, sent)  # first: nothing else is read when it is gone
+            newest = await store.get(key, current)
+            if base is None or newest is None or base.create_revision != newest.create_revision:
+                return []  # the sent version is of another incarnation of the name
+            history = _History(
+                store,
+                codec,
+                key,
+                (newest.mod_revision, await codec.decode(newest)),
+                (base.mod_revision, await codec.decode(base)),
+                shape_of(self.info),
+            )
+            return await history.causes(sent)
+        except (APIError, StorageError, ValueError, TypedError):
+            return []  # compacted, a converter failing: kube's bare 409
 
 
-async def _versions_since(
-    store: Store, codec: Codec, key: str, sent: int, current: int
-) -> list[tuple[int, Obj]] | None:
-    """The versions from ``current`` back to the one the client read, newest first, each one
-    write apart, except that after MAX_VERSIONS the sent one is read directly. None when the
-    sent revision names no version of this incarnation of the object."""
-    out: list[tuple[int, Obj]] = []
-    revision, incarnation = current, 0
-    while True:
-        if len(out) == MAX_VERSIONS:
-            revision = sent
-        kv = await store.get(key, revision)
-        if kv is None or incarnation not in (0, kv.create_revision):
-            return None
-        incarnation = kv.create_revision
-        out.append((kv.mod_revision, await codec.decode(kv)))
-        if kv.mod_revision <= sent:
-            return out
-        revision = kv.mod_revision - 1
+class _History:
+    """The versions from the stored one back to the sent one, read (and compared pairwise)
+    only as far back as a changed field still needs placing, at most MAX_VERSIONS writes."""
 
+    def __init__(
+        self,
+        store: Store,
+        codec: Codec,
+        key: str,
+        newest: tuple[int, Obj],
+        base: tuple[int, Obj],
+        shape: Shape,
+    ) -> None:
+        self.store, self.codec, self.key, self.shape = store, codec, key, shape
+        self.newest, self.base = newest, base
+        self.oldest_read = newest
+        self.writes: list[_Write] = []
+        self.reached_base = False
 
-def _causes(versions: list[tuple[int, Obj]], shape: Shape, sent: int) -> list[Cause]:
-    """A cause per field that differs from the oldest version to the newest, placed at the
-    newest write that touched it."""
-    pairs = list(itertools.pairwise(versions))
-    if len(versions) > MAX_VERSIONS:
-        pairs.pop()  # the last pair is many writes apart: no one write to name
-    fields: dict[int, FieldSet] = {}  # each managedFields entry parsed once
-    writes: list[_Write] = []  # made only as far back as a field still needs placing
+    async def causes(self, sent: int) -> list[Cause]:
+        """A cause per field that differs from the sent version to the stored one, placed at
+        the newest write that touched it."""
+        changes = list(_changes(_compare(self.base[1], self.newest[1], self.shape)))
+        shown = changes[:MAX_CAUSES]
+        causes = [
+            Cause(REASON, await self._placed(verb, path, sent), path_string(path))
+            for verb, path in shown
+        ]
+        if len(changes) > len(shown):
+            causes.append(Cause(REASON, f"and {len(changes) - len(shown)} more fields changed"))
+        return causes
 
-    def placed(verb: str, path: Path) -> str:
-        for i, ((revision, newer), (_, older)) in enumerate(pairs):
-            if i == len(writes):
-                writes.append(_Write.between(revision, older, newer, shape, fields))
-            write = writes[i]
+    async def _placed(self, verb: str, path: Path, sent: int) -> str:
+        """``changed by "m" at resourceVersion N``: the newest write that touched ``path``."""
+        i = 0
+        while (write := await self._write(i)) is not None:
             if write.touches(path):
                 manager = write.manager(path)
                 by = f' by "{manager}"' if manager else ""
-                return f"{verb}{by} at resourceVersion {revision}"
+                return f"{verb}{by} at resourceVersion {write.revision}"
+            i += 1
         return f"{verb} since resourceVersion {sent}"
 
-    changes = list(_changes(_compare(versions[-1][1], versions[0][1], shape)))
-    shown = changes[:MAX_CAUSES]
-    causes = [Cause(REASON, placed(verb, path), path_string(path)) for verb, path in shown]
-    if len(changes) > len(shown):
-        causes.append(Cause(REASON, f"and {len(changes) - len(shown)} more fields changed"))
-    return causes
+    async def _write(self, i: int) -> _Write | None:
+        """The ``i``-th write back from the stored version; None past the sent version, or
+        past MAX_VERSIONS (no one write to name any more)."""
+        while len(self.writes) <= i:
+            if self.reached_base or len(self.writes) == MAX_VERSIONS:
+                return None
+            newer = self.oldest_read
+            kv = await self.store.get(self.key, newer[0] - 1)
+            if kv is None or kv.mod_revision <= self.base[0]:
+                older, self.reached_base = self.base, True
+            else:
+                older = (kv.mod_revision, await self.codec.decode(kv))
+            write = _Write.between(newer[0], older[1], newer[1], self.shape)
+            self.writes.append(write)
+            self.oldest_read = older
+        return self.writes[i]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +158,14 @@ class _Write:
 
     revision: int
     diff: Comparison
-    entries: list[tuple[str, FieldSet, bool]]
+    entries: list[tuple[str, dict[str, Any], bool]]  # (manager, its FieldsV1, made or moved)
 
     @classmethod
-    def between(
-        cls, revision: int, older: Obj, newer: Obj, shape: Shape, fields: dict[int, FieldSet]
-    ) -> _Write:
+    def between(cls, revision: int, older: Obj, newer: Obj, shape: Shape) -> _Write:
         now = _entries(newer)
         moved = managedfields.entries_written(now, _entries(older))
         entries = [
-            (str(e.get("manager") or ""), _fields(e, fields), any(e is m for m in moved))
-            for e in now
+            (str(e.get("manager") or ""), e["fieldsV1"], any(e is m for m in moved)) for e in now
         ]
         return cls(revision, _compare(older, newer, shape), entries)
 
@@ -140,7 +179,7 @@ class _Write:
         such manager, when there is exactly one (a removed field is owned by nobody); else the
         field's owner (a write within the second of its manager's last one, of fields it
         owned, leaves the entry as it was). "" when the entries do not tell."""
-        owners = [(m, moved) for m, owned, moved in self.entries if _touches(owned, path, False)]
+        owners = [(m, moved) for m, owned, moved in self.entries if _owns(owned, path)]
         writers = [m for m, _, moved in self.entries if moved]
         chosen = [m for m, moved in owners if moved] or (
             writers if len(writers) == 1 else [m for m, _ in owners]
@@ -166,12 +205,23 @@ def _changes(diff: Comparison) -> Iterator[tuple[str, Path]]:
                 yield verb, path
 
 
-def _touches(fields: FieldSet, path: Path, ancestors: bool = True) -> bool:
-    """Whether ``fields`` holds ``path``, one of its descendants or (``ancestors``) one of its
-    ancestors. A manager that owns a map's node (FieldsV1's ``.``) does not own its keys."""
+def _owns(fields_v1: dict[str, Any], path: Path) -> bool:
+    """Whether a FieldsV1 document (a stored entry's: canonical, so its elements compare as
+    written) holds ``path`` or one of its descendants. A manager that owns a map's node (its
+    ``.``) does not own its keys."""
+    node: Any = fields_v1
+    for element in path:
+        node = node.get(element)
+        if not isinstance(node, dict):
+            return False
+    return True
+
+
+def _touches(fields: FieldSet, path: Path) -> bool:
+    """Whether ``fields`` holds ``path``, one of its ancestors or one of its descendants."""
     node = fields
-    for depth, element in enumerate(path, 1):
-        if element in node.members and (ancestors or depth == len(path)):
+    for element in path:
+        if element in node.members:
             return True
         child = node.children.get(element)
         if child is None:
@@ -182,14 +232,3 @@ def _touches(fields: FieldSet, path: Path, ancestors: bool = True) -> bool:
 
 def _entries(obj: Obj) -> list[dict[str, Any]]:
     return managedfields.stored_entries((obj.get("metadata") or {}).get("managedFields"))
-
-
-def _fields(entry: dict[str, Any], parsed: dict[int, FieldSet]) -> FieldSet:
-    found = parsed.get(id(entry))
-    if found is None:
-        try:
-            found = FieldSet.from_fields_v1(entry.get("fieldsV1") or {})
-        except ValueError:
-            found = FieldSet()
-        parsed[id(entry)] = found
-    return found

@@ -40,7 +40,7 @@ from kubelite.api import resourceversion as rv
 from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from kubelite.api.admissionrules import request_namespace
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.conflictcauses import explain
+from kubelite.api.conflictcauses import Explainer
 from kubelite.api.dryrun import Writes
 from kubelite.api.errors import APIError, Cause
 from kubelite.api.fieldpath import FieldSet
@@ -142,6 +142,7 @@ class GenericStore:
         self.writes = Writes(backing.store, backing.recent)
         self.after_write = after_write
         self.codec = Codec(info, converter)
+        self.explainer = Explainer(self.store, self.codec, info)
 
     @property
     def object_info(self) -> ResourceInfo:
@@ -284,7 +285,7 @@ class GenericStore:
         try:
             result = await self.guaranteed_update(key, step, opts.dry_run)
         except errors.StaleWrite as exc:
-            causes = await explain(self.store, self.codec, self.info, key, exc.sent, exc.current)
+            causes = await self.explainer.explain(key, exc.sent, exc.current)
             raise exc.explained(causes) from None
         if result.written and not opts.dry_run:
             await self._after(result.obj)

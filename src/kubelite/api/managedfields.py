@@ -392,13 +392,19 @@ def entries_written(
 
 
 def _gained(entry: dict[str, Any], old: dict[str, Any]) -> bool:
-    if entry["fieldsV1"] == old["fieldsV1"]:
-        return False
-    try:
-        fields = FieldSet.from_fields_v1(entry["fieldsV1"])
-        return not fields.difference(FieldSet.from_fields_v1(old["fieldsV1"])).empty()
-    except FieldsV1Error:
-        return True
+    return entry["fieldsV1"] != old["fieldsV1"] and _holds_more(entry["fieldsV1"], old["fieldsV1"])
+
+
+def _holds_more(fields: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether the FieldsV1 document ``fields`` has a path (or a ``.`` member) ``other`` has
+    not. Stored entries are canonical, so their elements compare as written."""
+    for element, below in fields.items():
+        theirs = other.get(element)
+        if theirs is None or not isinstance(theirs, dict):
+            return True
+        if below and isinstance(below, dict) and _holds_more(below, theirs):
+            return True
+    return False
 
 
 def raw_order(raw: dict[str, Any]) -> tuple[Any, ...]:
