@@ -19,6 +19,7 @@ This runs only on the conflict path, after the write was refused.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ MAX_VERSIONS: Final = 32
 MAX_CAUSES: Final = 20
 #: explanations remembered per resource
 REMEMBERED: Final = 64
+#: the longest an explanation may add to a 409 (its reads are the store's, which may be slow)
+BUDGET_SECONDS: Final = 0.25
 
 
 class Explainer:
@@ -70,6 +73,13 @@ class Explainer:
         return causes
 
     async def _explain(self, key: str, sent: int, current: int) -> list[Cause]:
+        try:
+            async with asyncio.timeout(BUDGET_SECONDS):
+                return await self._read_and_explain(key, sent, current)
+        except TimeoutError:
+            return []  # a store slow to answer (an etcd election): kube's bare 409, not later
+
+    async def _read_and_explain(self, key: str, sent: int, current: int) -> list[Cause]:
         store, codec = self.store, self.codec
         try:
             base = await store.get(key, sent)  # first: nothing else is read when it is gone
@@ -82,6 +92,7 @@ class Explainer:
                 key,
                 (newest.mod_revision, await codec.decode(newest)),
                 (base.mod_revision, await codec.decode(base)),
+                newest.version - base.version,
                 shape_of(self.info),
             )
             return await history.causes(sent)
@@ -100,10 +111,12 @@ class _History:
         key: str,
         newest: tuple[int, Obj],
         base: tuple[int, Obj],
+        writes: int,
         shape: Shape,
     ) -> None:
         self.store, self.codec, self.key, self.shape = store, codec, key, shape
         self.newest, self.base = newest, base
+        self.unread = writes - 1  # versions between the two (``version`` counts the writes)
         self.oldest_read = newest
         self.writes: list[_Write] = []
         self.reached_base = False
@@ -139,11 +152,12 @@ class _History:
             if self.reached_base or len(self.writes) == MAX_VERSIONS:
                 return None
             newer = self.oldest_read
-            kv = await self.store.get(self.key, newer[0] - 1)
+            kv = await self.store.get(self.key, newer[0] - 1) if self.unread > 0 else None
             if kv is None or kv.mod_revision <= self.base[0]:
                 older, self.reached_base = self.base, True
             else:
                 older = (kv.mod_revision, await self.codec.decode(kv))
+                self.unread -= 1
             write = _Write.between(newer[0], older[1], newer[1], self.shape)
             self.writes.append(write)
             self.oldest_read = older
