@@ -31,9 +31,7 @@ import orjson
 import uvloop
 
 from kubelite.api.conflictcauses import Explainer
-from kubelite.server.assembly import running
-from kubelite.storage import StoreOptions
-from request_path import PATH, TOKEN, App, call, configmap, time_puts
+from request_path import PATH, App, call, configmap, serving_configmap, time_puts
 
 BEHIND = (1, 10, 50)
 MERGE = b"application/merge-patch+json"
@@ -87,12 +85,7 @@ async def prepare(app: App, name: str, behind: int) -> dict[str, Any]:
 
 async def measure(rounds: int, n: int) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {}
-    store_options = StoreOptions(compaction_interval_seconds=0)
-    async with running("sqlite://", store_options, token=TOKEN) as server:
-        app: App = server.app
-        status, body = await call(app, "POST", PATH.rsplit("/", 1)[0], orjson.dumps(configmap()))
-        assert status == 201, body
-        obj = orjson.loads(body)
+    async with serving_configmap() as (app, obj):
         stale = {b: await prepare(app, f"behind-{b}", b) for b in BEHIND}
         for _ in range(rounds):
             figures.setdefault("PUT 200", []).append(await time_puts(app, n, obj))

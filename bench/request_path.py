@@ -25,7 +25,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import orjson
@@ -93,14 +94,21 @@ async def time_puts(app: App, n: int, obj: dict[str, Any], query: str = "") -> f
     return (time.perf_counter() - started) / n * 1e6
 
 
-async def measure(rounds: int, n: int) -> dict[str, list[float]]:
-    figures: dict[str, list[float]] = {}
+@asynccontextmanager
+async def serving_configmap() -> AsyncIterator[tuple[App, dict[str, Any]]]:
+    """kubelite's app in process (SQLite in RAM, no compaction) and the ConfigMap it stored at
+    PATH, as created."""
     store_options = StoreOptions(compaction_interval_seconds=0)
     async with running("sqlite://", store_options, token=TOKEN) as server:
         app: App = server.app
         status, body = await call(app, "POST", PATH.rsplit("/", 1)[0], orjson.dumps(configmap()))
         assert status == 201, body
-        obj = orjson.loads(body)
+        yield app, orjson.loads(body)
+
+
+async def measure(rounds: int, n: int) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {}
+    async with serving_configmap() as (app, obj):
         for _ in range(rounds):
             for name, run in (
                 ("kubelite GET", time_gets(app, n)),

@@ -7,31 +7,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
 from client_harness import eventually
+from harness import deployment
 
 from kubelite.client import AsyncClient, NotFound, Ref
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import replica_mirror
-
-
-def deployment(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
 
 
 async def test_replica_counts_follow_the_deployments(aclient: AsyncClient) -> None:
