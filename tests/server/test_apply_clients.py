@@ -364,12 +364,12 @@ def test_kubectl_server_side_apply_request_errors(server: Server) -> None:
     assert result.returncode == 1
     assert "Error from server (BadRequest): metadata.managedFields must be nil" in result.stderr
     # a field outside the schema fails the typed conversion before fieldValidation is looked
-    # at: kube's 500 without a reason (spec §3), printed without one
+    # at: kube's 500 without a reason (kubernetes#122480), a 400 here as its proposed fix has it
     unknown = json.dumps(cm("uk", data={"a": "1"}, extra="x"))
     result = ssa(server, unknown, check=False)
     assert result.returncode == 1
     assert result.stderr == (
-        "Error from server: failed to create typed patch object (default/uk; /v1, "
+        "Error from server (BadRequest): failed to create typed patch object (default/uk; /v1, "
         "Kind=ConfigMap): .extra: field not declared in schema\n"
     )
     assert server.request("GET", CM + "/uk")[0] == 404

@@ -181,6 +181,11 @@ def too_large(message: str = "the request is too large") -> APIError:
     return APIError(413, "RequestEntityTooLarge", message)
 
 
+def entity_too_large(message: str) -> APIError:
+    """apimachinery's NewRequestEntityTooLargeError: 413 ``Request entity too large: <text>``."""
+    return too_large(f"Request entity too large: {message}")
+
+
 def internal(message: str) -> APIError:
     """A 500 without a reason: how kube-apiserver reports errors that are not Status errors."""
     return APIError(500, "", message)

@@ -67,7 +67,9 @@ def prepare_new(info: ResourceInfo, namespace: str | None, obj: Obj, names: Name
     meta = meta_of(obj)
     body_rv = meta.get("resourceVersion")
     if isinstance(body_rv, str) and body_rv not in ("", "0") and body_rv.isdigit():
-        raise errors.internal("resourceVersion should not be set on objects to be created")
+        # kube's storage answers this text as a 500 (etcd3 store.go Create); a client's
+        # mistake, so a 400 here (docs/guarantees.md)
+        raise errors.bad_request("resourceVersion should not be set on objects to be created")
     meta.pop("resourceVersion", None)
     _set_namespace(info, namespace, meta)
     name = meta.get("name") or ""
@@ -193,11 +195,12 @@ def precondition_failure(meta: dict[str, Any], uid: str, resource_version: str) 
 
 def requested_version(obj: Obj) -> int:
     """The resourceVersion a body or patched object asks to update (0: none); a value that is
-    not a number is kube's 500 ``strconv.ParseUint`` error."""
+    not a number is 400 with kube's ``strconv.ParseUint`` text (kube's store answers it as a
+    500: docs/guarantees.md)."""
     try:
         return rv.parse(meta_of(obj).get("resourceVersion") or "")
     except rv.BadResourceVersion as exc:
-        raise errors.internal(str(exc))
+        raise errors.bad_request(str(exc))
 
 
 def replacement(info: ResourceInfo, namespace: str | None, name: str, body: Obj) -> ObjectUpdate:

@@ -12,7 +12,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from kubelite.api import errors, managedfields, validation, yamlbody
+from kubelite.api import errors, json_patch, managedfields, validation, yamlbody
 from kubelite.api.apply import BadConfiguration, apply
 from kubelite.api.catalogue import ResourceInfo, load_schema_definitions
 from kubelite.api.errors import APIError
@@ -23,6 +23,8 @@ from kubelite.api.stored import Obj
 from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
 APPLY_PATCH = "application/apply-patch+yaml"
+#: ``maxJSONPatchOperations`` (k8s.io/apiserver pkg/endpoints/handlers/patch.go)
+MAX_JSON_PATCH_OPERATIONS = 10000
 
 
 def apply_patch(
@@ -34,13 +36,16 @@ def apply_patch(
     if patch_type == "application/json-patch+json":
         if not isinstance(patch, list):
             raise errors.bad_request("json patch must be a list of operations")
-        if len(patch) > 10000:
-            raise errors.too_large(
-                "The allowed maximum operations in a JSON patch is 10000, got " + str(len(patch))
+        if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+            raise errors.entity_too_large(
+                f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+                f"got {len(patch)}"
             )
         try:
-            return jsonpatch.apply_patch(current, patch)
+            return json_patch.apply(current, patch)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError):
+            # json-patch's own text (a failed test, a missing path, the copy limit) is not
+            # shown: kube answers NewGenericServerResponse(422, ...) without it (patch.go)
             raise APIError(
                 422, "Invalid", "the server rejected our request due to an error in our request", {}
             )
@@ -185,7 +190,9 @@ def apply_update(
                 reset=reset_fields,
             )  # fmt: skip
         except BadConfiguration as exc:
-            raise errors.internal(f"failed to create typed patch object ({where}): {exc}")
+            # the client's configuration does not fit the schema: kube answers this text as a
+            # 500 (kubernetes/kubernetes#122480); its proposed fix, a 400
+            raise errors.bad_request(f"failed to create typed patch object ({where}): {exc}")
         except ValueError as exc:
             raise errors.internal(f"failed to create typed live object ({where}): {exc}")
         merged_name = (merged.get("metadata") or {}).get("name", "")

@@ -3,8 +3,18 @@ JSON), on PyYAML's safe loader, imported with the first YAML body.
 
 What differs from PyYAML's own reading, to match Go's: timestamps and ``!!binary`` stay strings,
 keys become strings (``1: a`` is ``{"1": "a"}``), NaN and infinities are refused (JSON has none),
-aliases may not expand the document past a budget (go-yaml's "excessive aliasing"), and with
-``strict`` a key repeated in one mapping is an error (UnmarshalStrict).
+aliases are bounded as go-yaml v2 bounds them (below), and with ``strict`` a key repeated in one
+mapping is an error (UnmarshalStrict).
+
+Aliases: PyYAML shares an aliased value, but everything after the reading (JSON, validation,
+storage) writes it out once per alias, so a few kilobytes of nested aliases stand for gigabytes.
+go-yaml (sigs.k8s.io/yaml's goyaml.v2, ``decode.go``) counts the nodes it decodes and those it
+decodes through an alias, and refuses the document ("document contains excessive aliasing") as
+soon as more than 100 of them came through aliases, more than 1,000 in all, and the aliased
+share passes ``allowedAliasRatio``: 99% up to 400,000 nodes, down to 10% at 4,000,000. The same
+count is made here over the composed node graph, before anything is built: at most about
+400,000 nodes come from aliases, whatever the document's size. An alias inside its own anchor
+is go-yaml's "anchor '<name>' value contains itself".
 """
 
 from __future__ import annotations
@@ -13,14 +23,16 @@ import base64
 import functools
 import json
 import math
+import re
 from typing import Any
 
 __all__ = ["DuplicateKey", "YAMLError", "load"]
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
-#: Nodes a document may expand to through aliases: generous for manifests, small enough that
-#: walking it costs milliseconds.
-_MIN_BUDGET = 100_000
+_MERGE = "tag:yaml.org,2002:merge"
+#: go-yaml v2's alias_ratio_range_low and _high (decode.go)
+_RATIO_LOW = 400_000
+_RATIO_HIGH = 4_000_000
 
 
 class YAMLError(ValueError):
@@ -35,29 +47,123 @@ def load(raw: bytes, *, strict: bool = False) -> Any:
     """The JSON value of a YAML document; :class:`YAMLError` when it has none."""
     import yaml
 
+    loader = _loaders()[strict](raw)
     try:
-        value = yaml.load(raw, Loader=_loaders()[strict])
+        node = loader.get_single_node()
+        if node is not None:
+            _check_aliases(node, raw)
+        value = loader.construct_document(node) if node is not None else None
     except DuplicateKey:
         raise
     except (yaml.YAMLError, RecursionError, UnicodeDecodeError, TypeError) as exc:
         raise YAMLError(f"yaml: {exc}") from None
-    _check(value, max(_MIN_BUDGET, 50 * len(raw)))
+    finally:
+        loader.dispose()
+    _check_numbers(value)
     return value
 
 
-def _check(value: Any, budget: int) -> None:
-    """Refuse NaN and infinities, and aliases that expand the document past ``budget``
-    nodes."""
-    pending = [value]
+def _excessive(decoded: int, aliased: int) -> bool:
+    """go-yaml v2's test, made after each node it decodes (decode.go ``unmarshal``)."""
+    if aliased <= 100 or decoded <= 1000:
+        return False
+    if decoded <= _RATIO_LOW:
+        allowed = 0.99
+    elif decoded >= _RATIO_HIGH:
+        allowed = 0.10
+    else:
+        allowed = 0.99 - 0.89 * (decoded - _RATIO_LOW) / (_RATIO_HIGH - _RATIO_LOW)
+    return aliased / decoded > allowed
+
+
+def _check_aliases(root: Any, raw: bytes) -> None:
+    """go-yaml's count of decoded and aliased nodes (see the module's docstring), over the
+    node graph PyYAML composed, where an alias is its anchor's node once more: the first edge
+    to a node, in the document's order, defines it, the later ones are aliases.
+
+    The document is walked once, and each node's count (itself and all go-yaml decodes below
+    it) kept once its children are done: an alias adds its anchor's count at once. Within an
+    alias both counts rise by one per node, so the aliased share only grows and the allowed
+    share only shrinks: testing at the end of the alias says what testing at each of its
+    nodes would."""
+    if b"*" not in raw:
+        return  # no alias
+    import yaml
+
+    scalar = yaml.ScalarNode
+    counts: dict[int, int] = {}  # the nodes done
+    below: dict[int, int] = {}  # the nodes being walked, and what was decoded below them so far
+    decoded, aliased = 1, 0  # the document node
+    # a node, its parent's id, whether its children are done
+    pending: list[tuple[Any, int, bool]] = [(root, 0, False)]
     while pending:
-        budget -= 1
-        if budget < 0:
-            raise YAMLError("yaml: document contains excessive aliasing")
+        node, parent, leaving = pending.pop()
+        key = id(node)
+        if leaving:
+            counts[key] = count = below.pop(key)
+        elif key in counts:  # an alias: its node, then its anchor's node, all aliased
+            count = counts[key]
+            decoded += 1
+            if _excessive(decoded, aliased):
+                break
+            decoded, aliased = decoded + count, aliased + count
+            count += 1
+        elif key in below:
+            raise YAMLError(f"yaml: anchor '{_anchor(node, raw)}' value contains itself")
+        else:
+            decoded += 1
+            if isinstance(node, scalar):
+                counts[key] = count = 1
+            else:
+                below[key] = 1
+                pending.append((node, parent, True))
+                pending.extend((child, key, False) for child in reversed(_children(node)))
+                count = 0
+        if _excessive(decoded, aliased):
+            break
+        if parent in below:
+            below[parent] += count
+    else:
+        return
+    raise YAMLError("yaml: document contains excessive aliasing")
+
+
+def _children(node: Any) -> list[Any]:
+    """The children go-yaml decodes of a collection node, in its order: a mapping's keys and
+    values, but not a merge key (``<<``), nor a merged list (go-yaml decodes its items, last
+    first)."""
+    import yaml
+
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    out: list[Any] = []
+    for key, value in node.value:
+        if key.tag != _MERGE or not isinstance(key, yaml.ScalarNode):
+            out.append(key)
+        elif isinstance(value, yaml.SequenceNode):
+            out += reversed(value.value)
+            continue
+        out.append(value)
+    return out
+
+
+def _anchor(node: Any, raw: bytes) -> str:
+    """The anchor a node was defined with, read back from the text at its start."""
+    text = raw.decode("utf-8", "replace")
+    match = re.match(r"(?:![^\s]*\s+)?&([^\s\[\]{},]+)", text[node.start_mark.index :])
+    return match[1] if match else ""
+
+
+def _check_numbers(value: Any) -> None:
+    """Refuse NaN and infinities (each shared value is looked at once)."""
+    pending, seen = [value], set()
+    while pending:
         node = pending.pop()
-        if isinstance(node, dict):
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
+        if isinstance(node, dict | list):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            pending.extend(node.values() if isinstance(node, dict) else node)
         elif isinstance(node, float) and not math.isfinite(node):
             raise YAMLError(f"json: unsupported value: {_go_float(node)}")
 

@@ -25,6 +25,7 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.cel.objects import JSON_PATCH, OBJECT, plain, type_errors
 from kubelite.api.cel.objects import type_name as constructed
 from kubelite.api.cel.values import type_name
+from kubelite.api.json_patch import apply as apply_json_patch
 from kubelite.api.policy.expressions import Expression, compile_one, declared
 from kubelite.api.policy.validator import CompiledPolicy, compile_common
 from kubelite.api.shapes import LIST, MAP, Shape, shape_of
@@ -143,7 +144,7 @@ def json_patch(obj: Obj, result: Any) -> Obj:
             operation["value"] = plain(value)
         operations.append(operation)
     try:
-        patched: Obj = jsonpatch.apply_patch(obj, operations)
+        patched: Obj = apply_json_patch(obj, operations)
     except jsonpatch.JsonPatchTestFailed:
         return obj
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError) as exc:

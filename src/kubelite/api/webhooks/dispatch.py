@@ -28,6 +28,7 @@ import jsonpatch
 import orjson
 from jsonpointer import JsonPointerException
 
+from kubelite.api import json_patch
 from kubelite.api.admission import Attributes, Reinvocation
 from kubelite.api.admissionrules import NamespaceLookup, exempt
 from kubelite.api.catalogue import Catalogue, ResourceInfo
@@ -256,7 +257,7 @@ class MutatingWebhooks(_Plugin):
         if patch_type != "JSONPatch":
             raise CallError(hook, f'unsupported patch type "{patch_type}"')
         try:
-            patched = jsonpatch.JsonPatch(operations).apply(obj)
+            patched = json_patch.apply(obj, operations)
         except (jsonpatch.JsonPatchException, JsonPointerException) as exc:
             raise internal_error(str(exc)) from None
         except (TypeError, KeyError, IndexError, ValueError) as exc:
