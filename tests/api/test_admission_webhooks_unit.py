@@ -455,6 +455,30 @@ async def test_a_patch_that_does_not_apply(catalogue: Catalogue) -> None:
     assert caught.value.message.startswith("Internal error occurred: ")
 
 
+async def test_a_patch_whose_copies_add_more_than_3_mib(catalogue: Catalogue) -> None:
+    """kube applies a webhook's patch with json-patch's copy limit (JSONPatchMaxCopyBytes) and
+    answers its error as an internal one."""
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+           "data": {"a": "x" * 1_000_000}}  # fmt: skip
+    ops = [{"op": "copy", "from": "/data/a", "path": f"/data/{key}"} for key in "bcde"]
+    client = FakeClient(lambda url, request: {"allowed": True, "patchType": "JSONPatch",
+                                              "patch": b64(ops)})  # fmt: skip
+    admission = plugins(catalogue, FakeSource((), [at("p", "p.x", True)]), client)
+    with pytest.raises(APIError) as caught:
+        await admission.admit(attributes(catalogue, big))
+    assert (caught.value.code, caught.value.message) == (
+        500,
+        "Internal error occurred: Unable to complete the copy, the accumulated size increase of "
+        "copy is 4000008, exceeding the limit 3145728",
+    )
+    attrs = attributes(catalogue, big)
+    client.answerer = lambda url, request: {"allowed": True, "patchType": "JSONPatch",
+                                            "patch": b64(ops[:3])}  # fmt: skip
+    await admission.admit(attrs)  # 3,000,006 bytes copied
+    assert attrs.obj is not None
+    assert sorted(attrs.obj["data"]) == ["a", "b", "c", "d"]
+
+
 async def test_a_webhook_without_a_known_review_version(catalogue: Catalogue) -> None:
     client = FakeClient(lambda url, request: {"allowed": True})
     hooks = [at("v2", "v2.x", admissionReviewVersions=["v2"])]

@@ -181,6 +181,20 @@ async def test_json_patch(map_: Fixture) -> None:
     )
 
 
+async def test_a_json_patch_whose_copies_add_more_than_3_mib(map_: Fixture) -> None:
+    """kube applies a policy's JSONPatch with json-patch's copy limit (JSONPatchMaxCopyBytes):
+    copying the pod template into itself 14 times would make it 16,000 times larger."""
+    copies = ["JSONPatch{op: 'copy', from: '/spec/template', path: '/spec/t'}"]
+    copies += [f"JSONPatch{{op: 'copy', from: '/spec/t', path: '/spec/t/x{i}'}}" for i in range(14)]
+    map_.add("bomb", patch("[" + ", ".join(copies) + "]"))
+    refused = await map_.refused(deployment())
+    assert refused.message.startswith(
+        "policy 'bomb' with binding 'bomb-binding' denied request: JSON Patch: Unable to "
+        "complete the copy, the accumulated size increase of copy is "
+    ), refused.message
+    assert refused.message.endswith(", exceeding the limit 3145728")
+
+
 async def test_failure_policy_conditions_and_configuration_errors(map_: Fixture) -> None:
     broken = patch("[JSONPatch{op: 'add', path: '/metadata/labels/x', value: object.spec.nope}]")
     map_.add("p", broken, failurePolicy="Ignore")

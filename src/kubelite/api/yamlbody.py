@@ -47,18 +47,20 @@ def load(raw: bytes, *, strict: bool = False) -> Any:
     """The JSON value of a YAML document; :class:`YAMLError` when it has none."""
     import yaml
 
-    loader = _loaders()[strict](raw)
+    value = None
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _check_aliases(node, raw)
-        value = loader.construct_document(node) if node is not None else None
+        loader = _loaders()[strict](raw)
+        try:  # yaml.load's steps, the aliases counted between composing and building
+            node = loader.get_single_node()
+            if node is not None:
+                _check_aliases(node, raw)
+                value = loader.construct_document(node)
+        finally:
+            loader.dispose()
     except DuplicateKey:
         raise
     except (yaml.YAMLError, RecursionError, UnicodeDecodeError, TypeError) as exc:
         raise YAMLError(f"yaml: {exc}") from None
-    finally:
-        loader.dispose()
     _check_numbers(value)
     return value
 
