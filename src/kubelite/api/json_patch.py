@@ -10,8 +10,9 @@ before it copies. Without it a kilobyte of ``copy`` operations, each copying a v
 itself, doubles the document twenty or thirty times over.
 
 The size of a copied value is measured as Go's ``json.Marshal`` writes it (compact, ``<``, ``>``,
-``&``, U+2028 and U+2029 escaped), by serializing that value alone: the document is copied
-once, not once per operation, and the work of all measuring is bounded by the limit.
+``&``, U+2028 and U+2029 escaped; numbers as orjson writes them), by serializing that value
+alone: the document is copied once, not once per operation, and the work of all measuring is
+bounded by the limit.
 """
 
 from __future__ import annotations
