@@ -80,7 +80,7 @@ def test_a_patch_of_self_doubling_copies_is_refused_and_the_servers_memory_stays
             )
             assert (code, status) == (422, PATCH_FAILED)
         grown = peak_rss_kib(srv.process.pid) - before
-        # unbounded, the server peaked 516 MiB above this for n=21 and was OOM-killed at 22 GB
+        # unbounded, the server peaked 503 MiB above this for n=21 and was OOM-killed at 22 GB
         # for n=30; the copies kube allows (3 MiB of JSON) take a few tens of MiB
         assert grown < 200 * 1024, f"the server's peak memory grew by {grown} KiB"
         code, got = srv.request("GET", f"{CM}/c")
