@@ -15,7 +15,7 @@ A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1):
              -> strategy.canonicalize -> validating admission -> store.create (a taken
              generated name: the whole create again)
     update:  strategy.default(current) -> ObjectUpdate(current) -> preconditions (uid,
-             resourceVersion)
+             resourceVersion) -> the request's ``preconditions_held`` (injected conflicts)
              -> objectmeta.prepare_update -> strategy.default -> mutating admission
              -> strategy.prepare_for_update (status kept, generation rule)
              -> metadata and strategy validation -> strategy.canonicalize
@@ -356,7 +356,9 @@ class GenericStore:
     ) -> Obj | Purge:
         info = self.info
         objectmeta.check_type_meta(info, new)
-        self._check_update_preconditions(ctx, name, new, current, strategy, opts)
+        requested = self._check_update_preconditions(ctx, name, new, current, strategy, opts)
+        if requested and opts.preconditions_held is not None:
+            opts.preconditions_held(info, name)
         objectmeta.prepare_update(info, new, current)
         strategy.default(info, new)
         if not opts.apply:
@@ -393,10 +395,10 @@ class GenericStore:
         current: Obj,
         strategy: Strategy,
         opts: WriteOptions,
-    ) -> None:
+    ) -> int:
         """The uid (a storage precondition for a PUT's body; a patch's is checked as immutable)
-        and the resourceVersion, in kube's order. An injected conflict fails the latter where a
-        real one would (:attr:`WriteOptions.injected_conflict`)."""
+        and the resourceVersion, in kube's order. Returns the resourceVersion the update asks
+        for (0: none, an unconditional update)."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
         uid = "" if opts.patch else meta.get("uid") or ""
@@ -426,8 +428,7 @@ class GenericStore:
         stored = int(current_meta["resourceVersion"])
         if requested and requested != stored:
             raise errors.StaleWrite(info.plural, info.group, name, requested, stored)
-        if requested and opts.injected_conflict is not None and opts.injected_conflict():
-            raise errors.conflict(info.plural, info.group, name)  # nothing changed: no causes
+        return requested
 
     # -- delete ----------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ from kubelite.api.rest import (
 )
 from kubelite.api.selectors import object_matcher
 from kubelite.api.watchcache import parse_send_initial_events, validate_watch_options
-from kubelite.server.faults import Faults, carries_resource_version, patch_sets_resource_version
+from kubelite.server.faults import Faults
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch
 
@@ -90,13 +90,15 @@ class Handlers:
     def __init__(self, stopping: asyncio.Event, faults: Faults | None = None) -> None:
         self.stopping = stopping
         self.faults = faults
+        conflicts = faults is not None and faults.spec.conflicts > 0
         self.by_verb: dict[str, VerbHandler] = {
             "get": get,
             "list": list_objects,
             "watch": self.watch,
             "create": create,
-            "update": update if faults is None else partial(update, faults=faults),
-            "patch": patch if faults is None else partial(patch, faults=faults),
+            # --inject conflicts: the handlers that may meet one
+            "update": partial(update, faults=faults) if conflicts else update,
+            "patch": partial(patch, faults=faults) if conflicts else patch,
             "delete": delete,
             "deletecollection": delete_collection,
         }
@@ -174,9 +176,8 @@ async def update(
     put = updates.put(target.info, target.namespace, target.name, body)
     manager = _field_manager(request, "UpdateOptions")
     options = WriteOptions(_dry_run(request), manager, warnings=warnings, sent=_sent(request))
-    if faults is not None:  # a PUT carries a resourceVersion when its body does
-        chance = faults.conflict_chance(carries_resource_version(body))
-        options = options._replace(injected_conflict=chance)
+    if faults is not None:
+        options = faults.conflicting(options, "", body)
     obj, created = await updater.update(target.ctx, target.name, put, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -214,11 +215,11 @@ async def patch(
             target.info, target.name, content_type, sent, schema=target.object_info,
             decode_as=target.body_kind, field_validation=mode, warnings=warnings,
         )  # fmt: skip
-    sets_version = patch_sets_resource_version(content_type, sent)
     options = WriteOptions(
-        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request),
-        injected_conflict=None if faults is None else faults.conflict_chance(sets_version),
-    )  # fmt: skip
+        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request)
+    )
+    if faults is not None:
+        options = faults.conflicting(options, content_type, sent)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
