@@ -1,7 +1,6 @@
 """The storages of RBAC's kinds (Role, ClusterRole, RoleBinding, ClusterRoleBinding): the generic
-store, whose write hooks put the escalation check in front of every create and update
-(shared/spec/rbac.md §8; kube's ``pkg/registry/rbac/*/policybased/storage.go`` and
-``escalation_check.go``).
+store, whose write hooks put the escalation check in front of every create and update (kube's
+``pkg/registry/rbac/*/policybased/storage.go`` and ``escalation_check.go``).
 
 Nobody may grant through RBAC what they do not hold. A write of a role passes when the user is
 in ``system:masters``, may ``escalate`` that role, or already holds every rule it grants (rules
