@@ -15,7 +15,7 @@ A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1):
              -> strategy.canonicalize -> validating admission -> store.create (a taken
              generated name: the whole create again)
     update:  strategy.default(current) -> ObjectUpdate(current) -> preconditions (uid,
-             resourceVersion)
+             resourceVersion) -> the request's ``preconditions_held`` (injected conflicts)
              -> objectmeta.prepare_update -> strategy.default -> mutating admission
              -> strategy.prepare_for_update (status kept, generation rule)
              -> metadata and strategy validation -> strategy.canonicalize
@@ -24,6 +24,11 @@ A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1):
     delete:  mutating admission -> preconditions -> validating admission
              -> the propagation policy's finalizers
              -> store.update marking it deleting (finalizers hold it) or store.delete
+
+What a kind adds to this (a Service's allocations, RBAC's escalation check, a write that
+answers once a follower holds it) is its :class:`~kubelite.api.writehooks.WriteHooks`, called
+at fixed points of these steps (kube's BeginCreate, BeginUpdate, AfterCreate...; the module
+shows where), never a subclass that re-declares a verb.
 
 Dry-run is decided in one place, :class:`kubelite.api.dryrun.Writes`: the same steps, the store
 left alone.
@@ -67,13 +72,13 @@ from kubelite.api.stored import (
     storage_key,
 )
 from kubelite.api.strategy import Strategy
+from kubelite.api.writehooks import Tries, WriteHooks
 from kubelite.storage import Conflict, KeyExists, NotFound, Store
 
 if TYPE_CHECKING:
     from kubelite.api.watchcache import WatchCacheSet, WatchEvent
 
 Obj = dict[str, Any]
-AfterWrite = Callable[[Obj], Awaitable[None]]
 
 GENERATE_NAME_ATTEMPTS = 8
 
@@ -120,8 +125,8 @@ class Written:
 
 class GenericStore:
     """The storage of one resource: get, list, watch, create, update (PUT and PATCH), delete
-    and deletecollection, with ``strategy`` deciding what is special about the kind.
-    ``after_write`` (kube's AfterCreate/AfterUpdate/AfterDelete) runs once a write is stored.
+    and deletecollection, with ``strategy`` deciding what is special about the kind and
+    ``hooks`` what its writes add (:mod:`kubelite.api.writehooks`; None: nothing).
     ``converter``: the kind's versions are converted outside the process (a CRD's conversion
     webhook); every read and write then goes through it, and a write answers what it stored
     read back at the request's version, as kube-apiserver's storage decodes what it wrote."""
@@ -132,7 +137,7 @@ class GenericStore:
         strategy: Strategy,
         backing: Backing,
         *,
-        after_write: AfterWrite | None = None,
+        hooks: WriteHooks | None = None,
         converter: VersionConverter | None = None,
     ) -> None:
         self.info = info
@@ -140,7 +145,7 @@ class GenericStore:
         self.backing = backing
         self.store = backing.store
         self.writes = Writes(backing.store, backing.recent)
-        self.after_write = after_write
+        self.hooks = hooks
         self.codec = Codec(info, converter)
         self.explainer = Explainer(self.store, self.codec, info)
 
@@ -184,6 +189,24 @@ class GenericStore:
         """POST. A generateName gets its name before the strategy and validation see the
         object (kube's BeforeCreate), so what derives from the name (a Namespace's name label,
         a Job's) has it; a generated name already taken makes a new try, up to 8."""
+        hooks = self.hooks
+        if hooks is None:
+            return await self._create(ctx, body, opts, None)
+        await hooks.before_create(ctx, body)
+        tries = Tries(hooks)
+        try:
+            stored = await self._create(ctx, body, opts, tries)
+        except BaseException:
+            await tries.revert()
+            raise
+        await tries.commit()
+        if not opts.dry_run:
+            await hooks.after_create(ctx, stored)
+        return stored
+
+    async def _create(
+        self, ctx: Context, body: Obj, opts: WriteOptions, tries: Tries | None
+    ) -> Obj:
         for attempt in range(GENERATE_NAME_ATTEMPTS):
             obj = clone(body)
             objectmeta.prepare_new(self.info, self.namespace(ctx), obj, self.strategy.name_errors)
@@ -192,15 +215,14 @@ class GenericStore:
             if generated:
                 meta["name"] = generate_name(meta["generateName"])
             await self.admit_new(ctx, obj, opts, generated=generated)
+            if tries is not None:
+                await tries.begin_create(obj, opts)
             try:
-                stored = await self._insert(ctx, obj, opts.dry_run)
+                return await self._insert(ctx, obj, opts.dry_run)
             except _NameTaken as taken:
                 if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
                     continue
                 raise taken.error from None
-            if not opts.dry_run:
-                await self._after(stored)
-            return stored
         raise AssertionError("unreachable")
 
     async def admit_new(
@@ -266,29 +288,51 @@ class GenericStore:
         """Replace the object by what ``update`` makes of the current one, through ``strategy``
         (a subresource's; default the kind's). Returns (the object, whether it was created)."""
         chosen = strategy or self.strategy
+        hooks = self.hooks
+        tries = None
+        if hooks is not None:
+            update = hooks.updated(ctx, update, subresource)
+            tries = Tries(hooks)
 
         async def step(current: Obj | None) -> Obj | Purge:
             if current is None:
                 if subresource or not (chosen.allow_create_on_update or opts.apply):
                     raise errors.not_found(self.info.plural, self.info.group, name)
-                new = await update(None)
-                return await self._create_on_update(ctx, name, new, opts)
+                new = await self._create_on_update(ctx, name, await update(None), opts)
+                if tries is not None:
+                    await tries.begin_create(new, opts)
+                return new
             # kube defaults what it reads from storage: an object stored before a default
             # existed is compared (immutable fields, no-ops) as it reads today
             chosen.default(self.info, current)
             new = await update(current)
             if new is current:
                 raise TypeError("an ObjectUpdate must return a new object, not change current")
-            return await self._updated(ctx, name, new, current, chosen, subresource, opts)
+            result = await self._updated(ctx, name, new, current, chosen, subresource, opts)
+            if tries is not None:
+                if isinstance(result, Purge):
+                    await tries.revert()
+                else:
+                    await tries.begin_update(result, current, opts, subresource)
+            return result
 
         key = self.key(ctx, name)
         try:
             result = await self.guaranteed_update(key, step, opts.dry_run)
-        except errors.StaleWrite as exc:
+        except BaseException as exc:
+            if tries is not None:
+                await tries.revert()
+            if not isinstance(exc, errors.StaleWrite):
+                raise
             causes = await self.explainer.explain(key, exc.sent, exc.current)
             raise exc.explained(causes) from None
-        if result.written and not opts.dry_run:
-            await self._after(result.obj)
+        if tries is not None:
+            await tries.commit()
+            if not opts.dry_run:
+                if result.created:
+                    await tries.hooks.after_create(ctx, result.obj)
+                else:
+                    await tries.hooks.after_update(ctx, result)
         return result.obj, result.created
 
     async def _create_on_update(self, ctx: Context, name: str, new: Obj, opts: WriteOptions) -> Obj:
@@ -312,7 +356,9 @@ class GenericStore:
     ) -> Obj | Purge:
         info = self.info
         objectmeta.check_type_meta(info, new)
-        self._check_update_preconditions(ctx, name, new, current, strategy, opts)
+        requested = self._check_update_preconditions(ctx, name, new, current, strategy, opts)
+        if requested and opts.preconditions_held is not None:
+            opts.preconditions_held(info, name)
         objectmeta.prepare_update(info, new, current)
         strategy.default(info, new)
         if not opts.apply:
@@ -349,10 +395,10 @@ class GenericStore:
         current: Obj,
         strategy: Strategy,
         opts: WriteOptions,
-    ) -> None:
+    ) -> int:
         """The uid (a storage precondition for a PUT's body; a patch's is checked as immutable)
-        and the resourceVersion, in kube's order. An injected conflict fails the latter where a
-        real one would (:attr:`WriteOptions.injected_conflict`)."""
+        and the resourceVersion, in kube's order. Returns the resourceVersion the update asks
+        for (0: none, an unconditional update)."""
         info = self.info
         meta, current_meta = meta_of(new), current["metadata"]
         uid = "" if opts.patch else meta.get("uid") or ""
@@ -382,8 +428,7 @@ class GenericStore:
         stored = int(current_meta["resourceVersion"])
         if requested and requested != stored:
             raise errors.StaleWrite(info.plural, info.group, name, requested, stored)
-        if requested and opts.injected_conflict is not None and opts.injected_conflict():
-            raise errors.conflict(info.plural, info.group, name)  # nothing changed: no causes
+        return requested
 
     # -- delete ----------------------------------------------------------------------------------
 
@@ -409,8 +454,8 @@ class GenericStore:
             return self.deletion(current, opts)
 
         result = await self.guaranteed_update(self.key(ctx, name), step, opts.dry_run)
-        if result.written and not opts.dry_run:
-            await self._after(result.obj)
+        if self.hooks is not None and not opts.dry_run:
+            await self.hooks.after_delete(ctx, name, result)
         if not result.purged:
             return result.obj, False
         if self.strategy.returns_deleted_object:
@@ -539,10 +584,6 @@ class GenericStore:
         if causes:
             name = str((obj.get("metadata") or {}).get("name", ""))
             raise errors.invalid(self.info.kind, self.info.group, name, list(causes))
-
-    async def _after(self, obj: Obj) -> None:
-        if self.after_write is not None:
-            await self.after_write(obj)
 
 
 class ReadsOf:

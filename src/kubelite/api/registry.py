@@ -7,24 +7,25 @@ store, this server's recent writes, the watch caches, the admission chain) and a
 CRD changes the kind's ResourceInfo). The table lives in ``kubelite.api.kinds``; nothing here
 knows any kind.
 
-The verbs below (get, list, create, update, patch, delete) are for code inside kubelite
-(controllers, bootstrap, tests): they go through the same storages as an HTTP request, as the
-cluster's administrator, so a controller's write gets the strategy, admission and the optimistic
-loop exactly as a client's does. Their writes are recorded in managedFields under
+The verbs below (get, list, create, update, patch, apply, mutate, delete) are for code inside
+kubelite (controllers, bootstrap, tests): they go through the same storages as an HTTP request,
+as the cluster's administrator, with their ObjectUpdates built where a request's are
+(:mod:`kubelite.api.updates`), so a controller's write gets the strategy, admission and the
+optimistic loop exactly as a client's does. Their writes are recorded in managedFields under
 ``field_manager`` (default :data:`SERVER_MANAGER`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubelite.api import errors
+from kubelite.api import errors, updates
 from kubelite.api.admission import Admission
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.generic import Backing, collect
 from kubelite.api.listing import ListOptions
-from kubelite.api.objectmeta import replacement
-from kubelite.api.patching import Applied, apply_update, patch_update
+from kubelite.api.patching import Applied
 from kubelite.api.recent import RecentValues
 from kubelite.api.rest import (
     Context,
@@ -133,7 +134,7 @@ class Registry:
     ) -> tuple[Obj, bool]:
         """PUT. Returns (object, created)."""
         updater: Updater = self._serving(info, subresource, Updater)
-        put = replacement(info, namespace if info.namespaced else None, name, body)
+        put = updates.put(info, namespace if info.namespaced else None, name, body)
         options = WriteOptions(dry_run, field_manager)
         return await updater.update(Context(namespace), name, put, options)
 
@@ -151,7 +152,7 @@ class Registry:
     ) -> Obj:
         patcher: Patcher = self._serving(info, subresource, Patcher)
         schema = self.storages(info)[subresource].object_info
-        update = patch_update(info, name, patch_type, patch, schema=schema)
+        update = updates.patch(info, name, patch_type, patch, schema=schema)
         options = WriteOptions(dry_run, field_manager, patch=True)
         obj, _ = await patcher.update(Context(namespace), name, update, options)
         return obj
@@ -176,11 +177,30 @@ class Registry:
         patcher: Patcher = self._serving(info, "", Patcher)
         storage = self.storages(info)[""]
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
-        update = apply_update(
+        update = updates.apply(
             info, namespace, name, Applied(config), field_manager, force=force, reset=reset
         )
         options = WriteOptions(dry_run, field_manager, apply=True, patch=True)
         return await patcher.update(Context(namespace), name, update, options)
+
+    async def mutate(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        change: Callable[[Obj], None],
+        *,
+        subresource: str = "",
+        field_manager: str = SERVER_MANAGER,
+    ) -> Obj:
+        """A read-modify-write (:func:`kubelite.api.updates.mutation`): ``change`` edits a copy
+        of the stored object in place, again on each try of the optimistic loop, and may raise
+        an APIError of its own (a uid it expects); 404 when there is no object."""
+        updater: Updater = self._serving(info, subresource, Updater)
+        update = updates.mutation(info, name, change)
+        options = WriteOptions(field_manager=field_manager)
+        obj, _ = await updater.update(Context(namespace), name, update, options)
+        return obj
 
     async def delete(
         self,

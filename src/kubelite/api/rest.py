@@ -8,9 +8,10 @@ it takes a :class:`Context` (namespace, user, the request) and options, and retu
 
 Updates take an :class:`ObjectUpdate`: a function from the current object to the desired one
 (kube's ``UpdatedObjectInfo``), which never changes the current object it is given. A PUT's
-returns its body; a PATCH's applies the patch to the current object; a subresource's (scale)
-maps its view back onto the parent. The generic store runs it inside its one optimistic loop,
-so every retry starts from the object it read.
+returns its body; a PATCH's applies the patch to the current object (every writer's are built
+by :mod:`kubelite.api.updates`); a subresource's (scale) maps its view back onto the parent.
+The generic store runs it inside its one optimistic loop, so every retry starts from the object
+it read.
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ class WriteOptions(NamedTuple):
     #: the options as the client sent them (``dryRun``, ``fieldManager``, ``fieldValidation``
     #: of meta.k8s.io/v1), what kube's handlers give admission; None: a write of the server's
     sent: Obj | None = None
-    #: an injected fault (``kubelite serve --inject conflicts=P``): asked where the write's
-    #: resourceVersion precondition has just held; True fails it as if another writer had won
-    injected_conflict: Callable[[], bool] | None = None
+    #: called with the resource and the name where the update's resourceVersion precondition
+    #: has just held (the uid checked before), before anything is admitted or written: it may
+    #: refuse the write as a lost race would (the server's ``--inject conflicts=P``)
+    preconditions_held: Callable[[ResourceInfo, str], None] | None = None
 
 
 class DeleteOptions(NamedTuple):

@@ -5,11 +5,12 @@ the testing plugin's ``inject=``):
 - **conflicts=P**: a share P of the updates and patches that carry a resourceVersion (a PUT's
   body, a patch or apply that sets ``metadata.resourceVersion``: the writes a real cluster
   refuses with ``the object has been modified`` when another writer won) are answered kube's
-  409. The server decides here whether a write is such a one and hands the api layer a
-  one-shot chance (``WriteOptions.injected_conflict``), which the generic store asks at the
-  very point where it compares the resourceVersion, after the object was read and before
-  anything is admitted or written: the 409 is the real one's, text, place and order, and
-  nothing stored changes. A DELETE's resourceVersion precondition is not faulted: its 409
+  409. Only then do the update and patch handlers go through :meth:`Faults.conflicting`, which
+  decides whether a write is such a one and gives it a one-shot chance as its
+  ``WriteOptions.preconditions_held``: the generic store calls that at the very point where the
+  resourceVersion it compares has just held, after the object was read and its uid checked and
+  before anything is admitted or written, so the 409 is the real one's, text, place and order,
+  and nothing stored changes. A DELETE's resourceVersion precondition is not faulted: its 409
   names the version in the record, which an injected one would have to invent.
 - **watch-drops=P**: after each ADDED, MODIFIED or DELETED event of a watch stream (not the
   initial events of a watch that begins with the current state: those lead up to the
@@ -22,9 +23,10 @@ the testing plugin's ``inject=``):
 - **seed=N**: each fault draws from a random sequence of its own seeded from N, so a client
   that makes its requests in one order meets the same faults on every run.
 
-Nothing is injected unless asked: a server without ``--inject`` has no :class:`Faults` and
-pays one ``None`` check per write, watch and request. Faults are counted
-(``kubelite_injected_faults_total``) and never change stored state.
+Nothing is injected unless asked: a server without ``--inject`` has no :class:`Faults`, its
+handlers and filters are the plain ones (a watch pays one ``None`` check), and no write is
+looked at for a resourceVersion. Faults are counted (``kubelite_injected_faults_total``) and
+never change stored state.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api import errors
+from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.rest import WriteOptions
 from kubelite.api.watchcache import INITIAL_EVENTS_END, WatchEvent, too_old
 from kubelite.server.messages import Request, Send
 
@@ -197,10 +202,25 @@ class Faults:
 
     # -- conflicts -------------------------------------------------------------------------------
 
+    def conflicting(self, options: WriteOptions, content_type: str, sent: Any) -> WriteOptions:
+        """The options of an update or patch that sent ``sent`` (a PUT's body, with
+        ``content_type`` "", a patch, or an apply's configuration), with its chance of an
+        injected 409 when it carries a resourceVersion: kube's Conflict with no causes
+        (nothing changed), raised where the resourceVersion has just held."""
+        chance = self.conflict_chance(patch_sets_resource_version(content_type, sent))
+        if chance is None:
+            return options
+
+        def held(info: ResourceInfo, name: str) -> None:
+            if chance():
+                raise errors.conflict(info.plural, info.group, name)
+
+        return options._replace(preconditions_held=held)
+
     def conflict_chance(self, carries_resource_version: bool) -> Callable[[], bool] | None:
-        """The ``WriteOptions.injected_conflict`` of one write: None when it cannot be refused
-        (it carries no resourceVersion) or conflicts are off. The generic store may ask more
-        than once (a write retried on a fresh read): the first answer stands."""
+        """One write's chance of an injected conflict: None when it cannot be refused (it
+        carries no resourceVersion) or conflicts are off. It may be asked more than once (a
+        write retried on a fresh read): the first answer stands."""
         if not carries_resource_version or not self.spec.conflicts:
             return None
         decided: list[bool] = []
@@ -291,7 +311,8 @@ def carries_resource_version(obj: Any) -> bool:
 
 def patch_sets_resource_version(content_type: str, patch: Any) -> bool:
     """Whether a patch sets ``metadata.resourceVersion``: a JSON patch that adds or replaces it
-    (or a whole ``metadata`` holding one), a merge or strategic merge patch that holds it."""
+    (or a whole ``metadata`` holding one), a merge or strategic merge patch (or an apply
+    configuration, or a PUT's body) that holds it."""
     if content_type != JSON_PATCH:
         return carries_resource_version(patch)
     if not isinstance(patch, list):

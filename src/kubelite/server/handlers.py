@@ -17,12 +17,11 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import decoding, deletion, errors, jsoncodec, validation
+from kubelite.api import decoding, deletion, errors, jsoncodec, updates, validation
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.listing import ListOptions
-from kubelite.api.objectmeta import replacement
-from kubelite.api.patching import APPLY_PATCH, apply_update, decode_apply, patch_update
+from kubelite.api.patching import APPLY_PATCH, decode_apply
 from kubelite.api.rest import (
     CollectionDeleter,
     Context,
@@ -46,7 +45,7 @@ from kubelite.api.rest import (
 )
 from kubelite.api.selectors import object_matcher
 from kubelite.api.watchcache import parse_send_initial_events, validate_watch_options
-from kubelite.server.faults import Faults, carries_resource_version, patch_sets_resource_version
+from kubelite.server.faults import Faults
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch
 
@@ -91,13 +90,15 @@ class Handlers:
     def __init__(self, stopping: asyncio.Event, faults: Faults | None = None) -> None:
         self.stopping = stopping
         self.faults = faults
+        conflicts = faults is not None and faults.spec.conflicts > 0
         self.by_verb: dict[str, VerbHandler] = {
             "get": get,
             "list": list_objects,
             "watch": self.watch,
             "create": create,
-            "update": update if faults is None else partial(update, faults=faults),
-            "patch": patch if faults is None else partial(patch, faults=faults),
+            # --inject conflicts: the handlers that may meet one
+            "update": partial(update, faults=faults) if conflicts else update,
+            "patch": partial(patch, faults=faults) if conflicts else patch,
             "delete": delete,
             "deletecollection": delete_collection,
         }
@@ -172,12 +173,11 @@ async def update(
     updater: Updater = target.serving(Updater)
     body = await request.json_object(_kind(target))
     warnings = _decode(request, target, "update", body)
-    put = replacement(target.info, target.namespace, target.name, body)
+    put = updates.put(target.info, target.namespace, target.name, body)
     manager = _field_manager(request, "UpdateOptions")
     options = WriteOptions(_dry_run(request), manager, warnings=warnings, sent=_sent(request))
-    if faults is not None:  # a PUT carries a resourceVersion when its body does
-        chance = faults.conflict_chance(carries_resource_version(body))
-        options = options._replace(injected_conflict=chance)
+    if faults is not None:
+        options = faults.conflicting(options, "", body)
     obj, created = await updater.update(target.ctx, target.name, put, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -203,32 +203,23 @@ async def patch(
             raise errors.unsupported_media_type([t for t in PATCH_TYPES if t != APPLY_PATCH])
         reset = storage.reset_fields() if isinstance(storage, ResetFields) else ()
         applied = decode_apply(await request.body(), mode)
-        sets_version = carries_resource_version(applied.config)
-        patched = apply_update(
+        sent: Any = applied.config
+        patched = updates.apply(
             applied_kind, target.namespace, target.name, applied, manager,
-            force=force, field_validation=mode, warnings=warnings,
-            subresource=request.info.subresource, reset=reset,
+            force=force, decode_as=target.object_info, field_validation=mode,
+            warnings=warnings, subresource=request.info.subresource, reset=reset,
         )  # fmt: skip
-        if decoding.builtin(target.object_info):
-            patched = _decoded(target.object_info, patched)
     else:
-        body = await request.json()
-        sets_version = patch_sets_resource_version(content_type, body)
-        patched = patch_update(
-            target.info,
-            target.name,
-            content_type,
-            body,
-            schema=target.object_info,
-            field_validation=mode,
-            warnings=warnings,
-        )
-        if decoding.decodes(target.body_kind):
-            patched = _decoded(target.body_kind, patched)
+        sent = await request.json()
+        patched = updates.patch(
+            target.info, target.name, content_type, sent, schema=target.object_info,
+            decode_as=target.body_kind, field_validation=mode, warnings=warnings,
+        )  # fmt: skip
     options = WriteOptions(
-        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request),
-        injected_conflict=None if faults is None else faults.conflict_chance(sets_version),
-    )  # fmt: skip
+        dry_run, manager, apply=applying, patch=True, warnings=warnings, sent=_sent(request)
+    )
+    if faults is not None:
+        options = faults.conflicting(options, content_type, sent)
     obj, created = await patcher.update(target.ctx, target.name, patched, options)
     headers = tuple(validation.warning_headers(warnings.texts))
     await send_object(request, send, target.object_info, obj, 201 if created else 200, headers)
@@ -428,25 +419,3 @@ def _decoded_strictly(
     found = validation.strict_errors(info, raw if repeats else body)
     decoding.decode(info, body, raw)
     return found
-
-
-def _decoded(info: ResourceInfo | None, update: ObjectUpdate) -> ObjectUpdate:
-    """A patch's update whose result is decoded as the kind's Go struct: unknown fields and
-    nulls dropped; a value of the wrong type is 422 with the patched object (patch.go)."""
-    if info is None:
-        return update
-
-    async def apply(current: Obj | None) -> Obj:
-        patched = await update(current)
-        try:
-            before: Any = jsoncodec.dumps(patched)  # the message shows the object before pruning
-        except orjson.JSONEncodeError:
-            before = None
-        try:
-            decoding.check(info, patched)
-        except decoding.DecodeError as exc:
-            shown = jsoncodec.loads(before) if before is not None else patched
-            raise decoding.patch_decode_error(shown, str(exc)) from None
-        return patched
-
-    return apply

@@ -25,9 +25,8 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds import crds
 from kubelite.api.listing import ListOptions
-from kubelite.api.registry import SERVER_MANAGER, Registry
-from kubelite.api.rest import Context, Updater, WriteOptions
-from kubelite.api.stored import clone, decode, storage_prefix
+from kubelite.api.registry import Registry
+from kubelite.api.stored import decode, storage_prefix
 from kubelite.api.watchcache import WatchCacheSet
 from kubelite.storage import Compacted, EventType, WatchOverflow
 
@@ -194,19 +193,13 @@ class CRDController:
         """The CRD's last step: without the cleanup finalizer the deleting CRD is purged. Written
         through ``status``, as kube's finalizer controller does, so a CRD stored before today's
         validation rules can still go."""
-        storage = self.registry.storage(self.info, "status")
-        assert isinstance(storage, Updater)
 
-        async def drop(current: Obj | None) -> Obj:
-            if current is None:
-                raise errors.not_found(crds.PLURAL, crds.GROUP, name)
-            current = clone(current)
-            meta = current["metadata"]
+        def drop(crd: Obj) -> None:
+            meta = crd["metadata"]
             rest = [f for f in meta.get("finalizers") or [] if f != crds.CLEANUP_FINALIZER]
             if rest:
                 meta["finalizers"] = rest
             else:
                 meta.pop("finalizers", None)
-            return current
 
-        await storage.update(Context(), name, drop, WriteOptions(field_manager=SERVER_MANAGER))
+        await self.registry.mutate(self.info, None, name, drop, subresource="status")

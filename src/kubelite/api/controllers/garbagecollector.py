@@ -44,16 +44,8 @@ from kubelite.api.controllers.workqueue import WorkQueue
 from kubelite.api.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from kubelite.api.errors import APIError
 from kubelite.api.registry import Registry
-from kubelite.api.rest import (
-    BACKGROUND,
-    FOREGROUND,
-    ORPHAN,
-    Context,
-    DeleteOptions,
-    Updater,
-    WriteOptions,
-)
-from kubelite.api.stored import clone, now
+from kubelite.api.rest import BACKGROUND, FOREGROUND, ORPHAN, DeleteOptions
+from kubelite.api.stored import now
 
 log = logging.getLogger(__name__)
 
@@ -348,18 +340,14 @@ class GarbageCollector:
         nothing to do) in the store's optimistic loop, as a patch would; the item gone is a
         :class:`_VirtualDelete`, another object of its name a 409 (kube's uid precondition).
 
-        The update function only ever answers with an object or an APIError: the store may
-        first call it with the object this server last wrote, and it reads the key again
-        before it lets an error or a no-op computed from that guess stand."""
+        The change only ever answers with an object or an APIError: the store may first run it
+        on the object this server last wrote, and it reads the key again before it lets an
+        error or a no-op computed from that guess stand."""
         identity = item.identity
         info = self._info(identity.api_version, identity.kind)
-        storage = self.registry.storage(info)
-        assert isinstance(storage, Updater)
 
-        async def updated(current: Obj | None) -> Obj:
-            if current is None:
-                raise errors.not_found(info.plural, info.group, identity.name)
-            uid = current["metadata"].get("uid")
+        def changed(obj: Obj) -> None:
+            uid = obj["metadata"].get("uid")
             if uid != identity.uid:
                 raise errors.conflict(
                     info.kind,
@@ -368,13 +356,13 @@ class GarbageCollector:
                     f"the UID in the precondition ({identity.uid}) does not match the UID in "
                     f"record ({uid}). The object might have been deleted and then recreated",
                 )
-            obj = clone(current)
             change(obj["metadata"])
-            return obj
 
-        ctx = Context(self._namespace(info, identity))
+        namespace = self._namespace(info, identity)
         try:
-            await storage.update(ctx, identity.name, updated, WriteOptions(field_manager=MANAGER))
+            await self.registry.mutate(
+                info, namespace, identity.name, changed, field_manager=MANAGER
+            )
         except APIError as exc:
             if exc.code != 404:
                 raise

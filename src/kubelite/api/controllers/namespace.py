@@ -35,10 +35,8 @@ from kubelite.api.rest import (
     Context,
     DeleteOptions,
     Lister,
-    Updater,
-    WriteOptions,
 )
-from kubelite.api.stored import clone, storage_prefix
+from kubelite.api.stored import storage_prefix
 from kubelite.api.watchcache import WatchEvent
 
 #: The manager its writes are recorded under (kube runs this controller in kube-controller-manager).
@@ -115,19 +113,14 @@ class NamespaceController(PassController):
     async def _finalize(self, name: str, uid: str) -> bool:
         """Remove ``kubernetes`` from the namespace's ``spec.finalizers`` through ``finalize``
         (a write that leaves the namespace purgeable deletes it)."""
-        finalize = self.registry.storage(self.info, "finalize")
-        assert isinstance(finalize, Updater)
         changed = False
 
-        async def drop_ours(current: Obj | None) -> Obj:
+        def drop_ours(ns: Obj) -> None:
             nonlocal changed
             info = self.info
-            if current is None:
-                raise errors.not_found(info.plural, info.group, name)
-            if uid and current["metadata"].get("uid") != uid:
+            if uid and ns["metadata"].get("uid") != uid:
                 raise errors.conflict(info.plural, info.group, name)  # a new one: not ours
-            current = clone(current)
-            spec = current.get("spec")
+            spec = ns.get("spec")
             before = spec.get("finalizers") if isinstance(spec, dict) else None
             if isinstance(spec, dict) and isinstance(before, list):
                 rest = [f for f in before if f != KUBERNETES_FINALIZER]
@@ -136,9 +129,10 @@ class NamespaceController(PassController):
                     spec["finalizers"] = rest
                 else:
                     spec.pop("finalizers")
-            return current
 
-        await finalize.update(Context(), name, drop_ours, WriteOptions(field_manager=MANAGER))
+        await self.registry.mutate(
+            self.info, None, name, drop_ours, subresource="finalize", field_manager=MANAGER
+        )
         return changed
 
     def _content_kinds(self) -> list[ResourceInfo]:

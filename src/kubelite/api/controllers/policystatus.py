@@ -18,14 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.passes import PassController
 from kubelite.api.errors import APIError
 from kubelite.api.policy.typechecking import check_policy
 from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Updater, WriteOptions
-from kubelite.api.stored import clone
 
 Obj = dict[str, Any]
 
@@ -58,23 +55,19 @@ class PolicyStatusController(PassController):
         return wrote, waiting
 
     async def _observe(self, name: str) -> None:
-        storage = self.registry.storage(self.info, "status")
-        assert isinstance(storage, Updater)
-        info, catalogue = self.info, self.catalogue
+        catalogue = self.catalogue
 
-        async def observed(current: Obj | None) -> Obj:
-            if current is None:
-                raise errors.not_found(info.plural, info.group, name)
-            updated = clone(current)
-            status = updated.get("status")
+        def observed(policy: Obj) -> None:
+            status = policy.get("status")
             status = dict(status) if isinstance(status, dict) else {}
-            status["observedGeneration"] = current["metadata"].get("generation", 0)
-            warnings = check_policy(current, catalogue)
+            status["observedGeneration"] = policy["metadata"].get("generation", 0)
+            warnings = check_policy(policy, catalogue)
             status["typeChecking"] = {"expressionWarnings": warnings} if warnings else {}
-            updated["status"] = status
-            return updated
+            policy["status"] = status
 
-        await storage.update(Context(), name, observed, WriteOptions(field_manager=MANAGER))
+        await self.registry.mutate(
+            self.info, None, name, observed, subresource="status", field_manager=MANAGER
+        )
 
 
 def stale(policy: Obj) -> bool:

@@ -38,9 +38,8 @@ from kubelite.api.errors import APIError
 from kubelite.api.kinds.rbacpolicy import API_VERSION, GROUP
 from kubelite.api.rbac import rules_of
 from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Updater, WriteOptions
 from kubelite.api.selectors import SelectorError, label_selector_of
-from kubelite.api.stored import clone
+from kubelite.api.stored import clone_value
 
 #: The field manager of its writes (kube's).
 MANAGER = "clusterrole-aggregation-controller"
@@ -121,20 +120,14 @@ class ClusterRoleAggregator(PassController):
 
     async def _update(self, name: str, uid: str, rules: list[Obj]) -> None:
         """updateClusterRoles: the stored role with ``rules`` replaced, conflict-checked."""
-        updater = self.registry.storage(self.info)
-        assert isinstance(updater, Updater)
         info = self.info
 
-        async def with_rules(current: Obj | None) -> Obj:
-            if current is None:
-                raise errors.not_found(info.plural, info.group, name)
-            if uid and current["metadata"].get("uid") != uid:
+        def with_rules(role: Obj) -> None:
+            if uid and role["metadata"].get("uid") != uid:
                 raise errors.conflict(info.plural, info.group, name)
-            current = clone(current)
-            current["rules"] = clone(rules)
-            return current
+            role["rules"] = clone_value(rules)
 
-        await updater.update(Context(), name, with_rules, WriteOptions(field_manager=MANAGER))
+        await self.registry.mutate(info, None, name, with_rules, field_manager=MANAGER)
 
 
 # -- the aggregation ---------------------------------------------------------------------------

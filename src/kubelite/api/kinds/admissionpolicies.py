@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.generic import Backing
+from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
-from kubelite.api.kinds.settled import SettledStore
+from kubelite.api.kinds.settled import SettledWrites
 from kubelite.api.registry import Storages
 from kubelite.api.subresources import generic_subresources
 
@@ -30,5 +30,6 @@ def storages(info: ResourceInfo, backing: Backing, settled: Settled) -> Storages
     async def settled_here(plural: str, namespace: str, name: str, revision: int | None) -> None:
         await settled(plural, name, revision)  # the kinds are cluster-scoped
 
-    store = SettledStore(info, platform.STRATEGIES[(GROUP, info.plural)], backing, settled_here)
+    strategy = platform.STRATEGIES[(GROUP, info.plural)]
+    store = GenericStore(info, strategy, backing, hooks=SettledWrites(info, settled_here))
     return {"": store, **generic_subresources(store)}

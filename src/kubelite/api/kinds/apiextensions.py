@@ -10,12 +10,14 @@ from collections.abc import Awaitable, Callable
 from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import Cause
-from kubelite.api.generic import Backing, GenericStore
+from kubelite.api.generic import Backing, GenericStore, Written
 from kubelite.api.kinds import crds
 from kubelite.api.registry import Storages
+from kubelite.api.rest import Context
 from kubelite.api.stored import now
 from kubelite.api.strategy import Obj, Strategy
 from kubelite.api.subresources import generic_subresources
+from kubelite.api.writehooks import WriteHooks
 
 CaughtUp = Callable[[int], Awaitable[None]]
 
@@ -48,18 +50,30 @@ class CRDStrategy(Strategy):
         crds.set_status(obj, self.catalogue, now())
 
 
-class CRDStorages:
-    """Builds the CRD resource's storages; ``caught_up`` is the CRD controller's, set once the
-    controller exists (it needs the registry these storages belong to)."""
+class CRDStorages(WriteHooks):
+    """Builds the CRD resource's storages, whose hooks make a stored write (not a no-op)
+    answer once the CRD controller applied it; ``caught_up`` is the controller's, set once it
+    exists (it needs the registry these storages belong to)."""
 
     def __init__(self, catalogue: Catalogue) -> None:
         self.strategy = CRDStrategy(catalogue)
         self.caught_up: CaughtUp | None = None
+
+    async def after_create(self, ctx: Context, obj: Obj) -> None:
+        await self._written(obj)
+
+    async def after_update(self, ctx: Context, result: Written) -> None:
+        if result.written:
+            await self._written(result.obj)
+
+    async def after_delete(self, ctx: Context, name: str, result: Written) -> None:
+        if result.written:
+            await self._written(result.obj)
 
     async def _written(self, obj: Obj) -> None:
         if self.caught_up is not None:
             await self.caught_up(int(rv.of(obj) or 0))
 
     def __call__(self, info: ResourceInfo, backing: Backing) -> Storages:
-        store = GenericStore(info, self.strategy, backing, after_write=self._written)
+        store = GenericStore(info, self.strategy, backing, hooks=self)
         return {"": store, **generic_subresources(store)}

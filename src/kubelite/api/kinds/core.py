@@ -9,9 +9,6 @@ kind's ``strategy.go`` and ``storage/storage.go``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-from contextvars import ContextVar
 from typing import Any
 
 from kubelite.api import authn, errors
@@ -19,17 +16,18 @@ from kubelite.api.admission import CREATE, Attributes
 from kubelite.api.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import Cause
-from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf, Step, Written
+from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf, Written
 from kubelite.api.kinds import allocation
 from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.kinds.validation import podephemeral, pods, services
 from kubelite.api.names import label_errors
 from kubelite.api.objectmeta import precondition_failure
 from kubelite.api.registry import Registry, Storages
-from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
+from kubelite.api.rest import Context, GetOptions, WriteOptions
 from kubelite.api.stored import clone
 from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy, keep_stored
 from kubelite.api.subresources import ReadThrough, generic_subresources
+from kubelite.api.writehooks import WriteHooks
 
 Obj = dict[str, Any]
 
@@ -117,7 +115,7 @@ class ServiceStrategy(BuiltinStrategy):
     Service storage does first in kube (alloc.go, strategy.go): clusterIP and clusterIPs kept in
     step, values the server allocated kept when an update leaves them out, fields a type change
     makes meaningless dropped, and the IP family fields set. Allocation itself is
-    :class:`ServiceStore`'s."""
+    :class:`ServiceAllocation`'s."""
 
     def __init__(self) -> None:
         super().__init__(allow_create_on_update=True, returns_deleted_object=True)
@@ -144,124 +142,43 @@ class ServiceStrategy(BuiltinStrategy):
             allocation.init_ip_family_fields(new, old)
 
 
-#: The allocations of the write running in this task (one per try of its optimistic loop; the
-#: tries a lost race superseded are reverted when the next one allocates).
-_PENDING: ContextVar[list[allocation.Txn] | None] = ContextVar("service_allocations", default=None)
+class ServiceAllocation(WriteHooks):
+    """The Service storage's hooks (kube's service REST: beginCreate, beginUpdate,
+    afterDelete): cluster IPs and node ports allocated (:mod:`kubelite.api.kinds.allocation`)
+    once a new or updated Service passed validation, on each try of its write (an earlier try's
+    reverted), reverted when the write fails; what an update frees is released once it is
+    stored, and a removed Service's allocations when it is gone. A write through a
+    subresource (``status``) allocates nothing."""
 
+    def __init__(self, allocator: allocation.ServiceAllocator) -> None:
+        self.allocator = allocator
 
-class ServiceStore(GenericStore):
-    """The Service storage (kube's service REST): the generic store, plus cluster IP and node
-    port allocation (:mod:`kubelite.api.kinds.allocation`) once a new or updated Service passed
-    validation, reverted when its write fails; what an update frees is released once it is
-    stored, and a deleted Service's allocations when it is gone."""
+    async def begin_create(self, obj: Obj, opts: WriteOptions) -> allocation.Txn:
+        return await self.allocator.allocate(obj, None, opts.dry_run)
 
-    def __init__(
-        self,
-        info: ResourceInfo,
-        backing: Backing,
-        ranges: allocation.ServiceRanges = allocation.ServiceRanges(),  # noqa: B008 (frozen)
-    ) -> None:
-        super().__init__(info, STRATEGIES[("", "services")], backing)
-        self.allocator = allocation.ServiceAllocator(backing.store, ranges.cidr, ranges.node_ports)
+    async def begin_update(
+        self, new: Obj, old: Obj, opts: WriteOptions, subresource: str
+    ) -> allocation.Txn | None:
+        if subresource:
+            return None
+        return await self.allocator.allocate(new, old, opts.dry_run)
 
-    async def _pending(self, pending: list[allocation.Txn], written: bool) -> None:
-        """After a write: the last try's allocations kept and its frees applied when the write
-        was stored; everything reverted otherwise."""
-        last = pending.pop() if written and pending else None
-        for txn in pending:
-            await txn.revert()
-        pending.clear()
-        if last is not None:
-            await last.commit()
-
-    @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[None]:
-        """One write's allocations: kept for its last try when it is stored, else reverted."""
-        pending: list[allocation.Txn] = []
-        token = _PENDING.set(pending)
-        try:
-            yield
-        except BaseException:
-            await self._pending(pending, False)
-            raise
-        finally:
-            _PENDING.reset(token)
-        await self._pending(pending, True)
-
-    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
-        async with self._write():
-            return await super().create(ctx, body, opts)
-
-    async def update(
-        self,
-        ctx: Context,
-        name: str,
-        update: ObjectUpdate,
-        opts: WriteOptions,
-        *,
-        strategy: Strategy | None = None,
-        subresource: str = "",
-    ) -> tuple[Obj, bool]:
-        async with self._write():
-            return await super().update(
-                ctx, name, update, opts, strategy=strategy, subresource=subresource
-            )
-
-    async def _allocate(self, new: Obj, old: Obj | None, dry_run: bool) -> None:
-        """Allocate for this try of the write; an earlier try (a lost race, a generated name
-        already taken) gives its allocations back first."""
-        pending = await _revert_pending()
-        txn = await self.allocator.allocate(new, old, dry_run)
-        if pending is not None:
-            pending.append(txn)
-        else:
-            await txn.revert()
-
-    async def admit_new(
-        self, ctx: Context, obj: Obj, opts: WriteOptions, *, generated: bool = False
-    ) -> None:
-        await super().admit_new(ctx, obj, opts, generated=generated)
-        await self._allocate(obj, None, opts.dry_run)
-
-    async def _updated(
-        self,
-        ctx: Context,
-        name: str,
-        new: Obj,
-        current: Obj,
-        strategy: Strategy,
-        subresource: str,
-        opts: WriteOptions,
-    ) -> Obj | Purge:
-        result = await super()._updated(ctx, name, new, current, strategy, subresource, opts)
-        if subresource or isinstance(result, Purge):
-            await _revert_pending()
-            return result
-        await self._allocate(result, current, opts.dry_run)
-        return result
-
-    async def guaranteed_update(self, key: str, step: Step, dry_run: bool) -> Written:
-        result = await super().guaranteed_update(key, step, dry_run)
-        if result.purged and not dry_run:
+    async def after_update(self, ctx: Context, result: Written) -> None:
+        if result.purged:  # the update removed the last finalizer of a deleting Service
             await self.allocator.release(result.obj)
-        return result
 
-
-async def _revert_pending() -> list[allocation.Txn] | None:
-    """The allocations of earlier tries of the current write, reverted (the list, emptied;
-    None outside a write)."""
-    pending = _PENDING.get()
-    for txn in pending or []:
-        await txn.revert()
-    if pending:
-        pending.clear()
-    return pending
+    async def after_delete(self, ctx: Context, name: str, result: Written) -> None:
+        if result.purged:
+            await self.allocator.release(result.obj)
 
 
 def service_storages(
     info: ResourceInfo, backing: Backing, ranges: allocation.ServiceRanges
 ) -> Storages:
-    store = ServiceStore(info, backing, ranges)
+    allocator = allocation.ServiceAllocator(backing.store, ranges.cidr, ranges.node_ports)
+    store = GenericStore(
+        info, STRATEGIES[("", "services")], backing, hooks=ServiceAllocation(allocator)
+    )
     return {"": store, **generic_subresources(store)}
 
 

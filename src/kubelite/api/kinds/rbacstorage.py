@@ -1,6 +1,6 @@
 """The storages of RBAC's kinds (Role, ClusterRole, RoleBinding, ClusterRoleBinding): the generic
-store, with the escalation check in front of every create and update (shared/spec/rbac.md §8;
-kube's ``pkg/registry/rbac/*/policybased/storage.go`` and ``escalation_check.go``).
+store, whose write hooks put the escalation check in front of every create and update (kube's
+``pkg/registry/rbac/*/policybased/storage.go`` and ``escalation_check.go``).
 
 Nobody may grant through RBAC what they do not hold. A write of a role passes when the user is
 in ``system:masters``, may ``escalate`` that role, or already holds every rule it grants (rules
@@ -27,12 +27,12 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
-from kubelite.api.kinds.settled import Settled, SettledStore
+from kubelite.api.kinds.settled import Settled, SettledWrites
 from kubelite.api.rbac import rules_of
 from kubelite.api.rbaccover import FULL_AUTHORITY, escalation
 from kubelite.api.registry import Storages
 from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, GetOptions, ObjectUpdate, WriteOptions
+from kubelite.api.rest import Context, GetOptions, ObjectUpdate
 from kubelite.api.stored import clone
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
@@ -59,52 +59,42 @@ def storages(
     once ``settled`` says the authorizer holds it (so a client's next request is decided by
     the policy it just wrote)."""
     strategy = platform.STRATEGIES[(GROUP, info.plural)]
-    store: GenericStore
+    hooks: EscalationCheck
     if info.plural in (ROLES, CLUSTER_ROLES):
-        store = RoleStore(info, strategy, backing, authorizer, settled)
+        hooks = RoleCheck(info, strategy, authorizer, settled)
     else:
         rules = RoleRules(catalogue, backing)
-        store = BindingStore(info, strategy, backing, authorizer, settled, rules)
+        hooks = BindingCheck(info, strategy, authorizer, settled, rules)
+    store = GenericStore(info, strategy, backing, hooks=hooks)
     return {"": store, **generic_subresources(store)}
 
 
-class EscalationCheckedStore(SettledStore):
-    """The generic store with a check of each create and of each update's new object, unless
-    the user may write anything (:meth:`allowed_outright`); a write answers once ``settled``
-    says so."""
+class EscalationCheck(SettledWrites):
+    """The hooks of an RBAC kind's generic store: a check of each create (before anything else)
+    and of each update's new object (on every try, on what the update made of the stored
+    object), unless the user may write anything (:meth:`allowed_outright`); a write through a
+    subresource is not checked; a write answers once ``settled`` says so."""
 
     def __init__(
         self,
         info: ResourceInfo,
         strategy: Strategy,
-        backing: Backing,
         authorizer: AuthorizerHook,
         settled: Settled,
     ) -> None:
-        super().__init__(info, strategy, backing, settled)
+        super().__init__(info, settled)
+        self.strategy = strategy
         self.authorizer = authorizer
 
-    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
+    async def before_create(self, ctx: Context, body: Obj) -> None:
         authorizer = self.authorizer()
         if authorizer is not None and not self.allowed_outright(authorizer, ctx):
             await self.check(authorizer, ctx, self.decoded(body), None)
-        return await super().create(ctx, body, opts)
 
-    async def update(
-        self,
-        ctx: Context,
-        name: str,
-        update: ObjectUpdate,
-        opts: WriteOptions,
-        *,
-        strategy: Strategy | None = None,
-        subresource: str = "",
-    ) -> tuple[Obj, bool]:
+    def updated(self, ctx: Context, update: ObjectUpdate, subresource: str) -> ObjectUpdate:
         authorizer = self.authorizer()
         if authorizer is None or subresource or self.allowed_outright(authorizer, ctx):
-            return await super().update(
-                ctx, name, update, opts, strategy=strategy, subresource=subresource
-            )
+            return update
         checked_authorizer = authorizer
 
         async def checked(current: Obj | None) -> Obj:
@@ -114,7 +104,10 @@ class EscalationCheckedStore(SettledStore):
                 await self.check(checked_authorizer, ctx, decoded, current)
             return new
 
-        return await super().update(ctx, name, checked, opts, strategy=strategy)
+        return checked
+
+    def namespace(self, ctx: Context) -> str | None:
+        return ctx.namespace if self.info.namespaced else None
 
     def decoded(self, obj: Obj) -> Obj:
         """``obj`` with the kind's defaults, as kube's storage sees a decoded object."""
@@ -127,7 +120,7 @@ class EscalationCheckedStore(SettledStore):
 
     async def check(
         self, authorizer: Authorizer, ctx: Context, obj: Obj, old: Obj | None
-    ) -> None:  # pragma: no cover - each kind's store defines it
+    ) -> None:  # pragma: no cover - each kind's hooks define it
         raise NotImplementedError
 
     def confirm_no_escalation(
@@ -160,7 +153,7 @@ class EscalationCheckedStore(SettledStore):
         return APIError(403, "Forbidden", f"{target} is forbidden: {why}", details)
 
 
-class RoleStore(EscalationCheckedStore):
+class RoleCheck(EscalationCheck):
     """Roles and ClusterRoles: the user may ``escalate`` the role, or holds its rules (and full
     authority for a ClusterRole's aggregationRule, set now or before)."""
 
@@ -176,7 +169,7 @@ class RoleStore(EscalationCheckedStore):
             raise self.forbidden(obj, AGGREGATION_NEEDS_ADMIN)
 
 
-class BindingStore(EscalationCheckedStore):
+class BindingCheck(EscalationCheck):
     """RoleBindings and ClusterRoleBindings: the user may ``bind`` the referenced role in the
     binding's namespace, or holds its rules; a role that does not exist answers its 404."""
 
@@ -184,12 +177,11 @@ class BindingStore(EscalationCheckedStore):
         self,
         info: ResourceInfo,
         strategy: Strategy,
-        backing: Backing,
         authorizer: AuthorizerHook,
         settled: Settled,
         role_rules: RoleRules,
     ) -> None:
-        super().__init__(info, strategy, backing, authorizer, settled)
+        super().__init__(info, strategy, authorizer, settled)
         self.role_rules = role_rules
 
     async def check(self, authorizer: Authorizer, ctx: Context, obj: Obj, old: Obj | None) -> None:

@@ -1,4 +1,4 @@
-"""The generic store of a kind whose writes answer only once this server's follower holds them
+"""The write hooks of a kind whose writes answer only once this server's follower holds them
 (RBAC's kinds, the admission policy kinds, the webhook configurations), so the client's next
 request already meets what it just wrote, or no longer meets what it removed."""
 
@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.generic import Backing, GenericStore
-from kubelite.api.rest import Context, DeleteOptions, ObjectUpdate, WriteOptions
-from kubelite.api.strategy import Strategy
+from kubelite.api.generic import Written
+from kubelite.api.rest import Context
+from kubelite.api.writehooks import WriteHooks
 
 Obj = dict[str, Any]
 #: (plural, namespace, name, revision): returns once the follower holds a write of that object
@@ -18,46 +18,27 @@ Obj = dict[str, Any]
 Settled = Callable[[str, str, str, int | None], Awaitable[None]]
 
 
-class SettledStore(GenericStore):
-    """The generic store; a write (not a dry run) answers once ``settled`` says so."""
+class SettledWrites(WriteHooks):
+    """A create, update or delete (not a dry run) answers once ``settled`` says the follower
+    holds what it answers (an update's object even when nothing changed), or a removal once
+    the follower no longer holds the object."""
 
-    def __init__(
-        self, info: ResourceInfo, strategy: Strategy, backing: Backing, settled: Settled
-    ) -> None:
-        super().__init__(info, strategy, backing)
+    def __init__(self, info: ResourceInfo, settled: Settled) -> None:
+        self.info = info
         self.settled = settled
 
-    async def create(self, ctx: Context, body: Obj, opts: WriteOptions) -> Obj:
-        created = await super().create(ctx, body, opts)
-        if not opts.dry_run:
-            await self._settle(created)
-        return created
+    async def after_create(self, ctx: Context, obj: Obj) -> None:
+        await self._settle(obj)
 
-    async def update(
-        self,
-        ctx: Context,
-        name: str,
-        update: ObjectUpdate,
-        opts: WriteOptions,
-        *,
-        strategy: Strategy | None = None,
-        subresource: str = "",
-    ) -> tuple[Obj, bool]:
-        result = await super().update(
-            ctx, name, update, opts, strategy=strategy, subresource=subresource
-        )
-        if not opts.dry_run:
-            await self._settle(result[0])
-        return result
+    async def after_update(self, ctx: Context, result: Written) -> None:
+        await self._settle(result.obj)
 
-    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Obj, bool]:
-        answer, gone = await super().delete(ctx, name, opts)
-        if not opts.dry_run:
-            if gone:
-                await self.settled(self.info.plural, self.namespace(ctx) or "", name, None)
-            else:
-                await self._settle(answer)
-        return answer, gone
+    async def after_delete(self, ctx: Context, name: str, result: Written) -> None:
+        if result.purged:
+            namespace = ctx.namespace if self.info.namespaced else None
+            await self.settled(self.info.plural, namespace or "", name, None)
+        else:
+            await self._settle(result.obj)
 
     async def _settle(self, obj: Obj) -> None:
         meta = obj.get("metadata") or {}

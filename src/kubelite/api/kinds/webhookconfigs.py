@@ -10,9 +10,9 @@ The hook that waits is set by the assembly once the source exists
 from __future__ import annotations
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.generic import Backing
+from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
-from kubelite.api.kinds.settled import Settled, SettledStore
+from kubelite.api.kinds.settled import Settled, SettledWrites
 from kubelite.api.registry import Storages
 
 GROUP = "admissionregistration.k8s.io"
@@ -20,4 +20,5 @@ PLURALS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 
 def storages(info: ResourceInfo, backing: Backing, settled: Settled) -> Storages:
-    return {"": SettledStore(info, platform.STRATEGIES[(GROUP, info.plural)], backing, settled)}
+    strategy = platform.STRATEGIES[(GROUP, info.plural)]
+    return {"": GenericStore(info, strategy, backing, hooks=SettledWrites(info, settled))}
