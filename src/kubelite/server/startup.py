@@ -16,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubelite.server.http import listen
+from kubelite.server.listening import listen
 from kubelite.storage import Store, StoreOptions, open_store
 from kubelite.storage.errors import Unavailable
 
