@@ -351,12 +351,14 @@ class Flood:
     """FLOOD connections to one port: TLS connections that send request headers that never
     end, opened one at a time until the server takes no more (a handshake is left unanswered
     for NOT_TAKEN seconds: that connection waits in the backlog), then plain TCP connections
-    for the rest, which wait there too."""
+    for the rest, which wait in the backlog too, or, once it is full, for the kernel to take
+    their SYN (their connects are left running)."""
 
     def __init__(self, server: Server, url: str) -> None:
         self.server, self.url = server, url
         self.taken: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self.waiting: list[asyncio.StreamWriter] = []
+        self.connecting: list[asyncio.Task[None]] = []
 
     async def fill(self) -> None:
         host, port = address(self.url)
@@ -369,14 +371,21 @@ class Flood:
                 break
             writer.write(b"GET /version HTTP/1.1\r\nHost: x\r\n")
             self.taken.append((reader, writer))
-        while len(self.taken) + len(self.waiting) < FLOOD:
+
+        async def wait() -> None:
             self.waiting.append((await asyncio.open_connection(host, port))[1])
+
+        for _ in range(FLOOD - len(self.taken)):
+            self.connecting.append(asyncio.create_task(wait()))
+        await asyncio.sleep(1)  # the kernel queues what its backlog holds
 
     def dropped(self) -> int:
         """The taken connections the server has closed."""
         return sum(r.at_eof() or r.exception() is not None for r, _ in self.taken)
 
     def end(self) -> None:
+        for task in self.connecting:
+            task.cancel()
         for writer in [w for _, w in self.taken] + self.waiting:
             writer.transport.abort()
 

@@ -119,6 +119,8 @@ class _Connection(HttpToolsProtocol):
         self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():  # refused or dropped: what still arrives is not read
+            return
         head = self._head_bytes
         if head is None:  # a request body
             self._parse(data)
@@ -229,7 +231,7 @@ class ClientCertListener:
             ssl_keyfile=str(tls.key),
             ssl_ca_certs=str(tls.ca_cert),
             ssl_cert_reqs=ssl.CERT_OPTIONAL,
-            timeout_keep_alive=int(IDLE_SECONDS),
+            timeout_keep_alive=IDLE_SECONDS,
         )
         config.load()
         assert config.ssl is not None

@@ -57,6 +57,7 @@ class _Embedded(Server):
         sock: socket.socket,
         tls: ServingFiles,
         max_connections: int,
+        backlog: int,
         header_read_seconds: float,
     ) -> None:
         host, port = sock.getsockname()[:2]
@@ -67,7 +68,7 @@ class _Embedded(Server):
             interface=Interfaces.ASGINL,
             http=HTTPModes.http1,
             websockets=False,
-            backlog=BACKLOG,
+            backlog=backlog,
             backpressure=max_connections,
             http1_settings=HTTP1Settings(
                 header_read_timeout=round(header_read_seconds * 1000),
@@ -81,6 +82,7 @@ class _Embedded(Server):
         )
         self.workers_kill_timeout = DRAIN_SECONDS  # then in-flight requests are cut
         self._sock = sock
+        self._backlog = backlog
         #: granian's SocketHolder owns the descriptor once made, and closes it when it stops
         self.owns_socket = False
 
@@ -107,7 +109,7 @@ class _Embedded(Server):
     def _init_shared_socket(self) -> None:
         self._ssp = None
         # SocketHolder(fd, is_uds, backlog): granian's own pickling constructor (not in its stub).
-        self._shd = SocketHolder(self._sock.fileno(), False, BACKLOG)  # type: ignore[call-arg,assignment]
+        self._shd = SocketHolder(self._sock.fileno(), False, self._backlog)  # type: ignore[call-arg,assignment]
         self.owns_socket = True
 
 
@@ -119,13 +121,15 @@ async def serve_http(
     stop: asyncio.Event | None = None,
     *,
     max_connections: int,
+    backlog: int = BACKLOG,
     header_read_seconds: float = HEADER_READ_SECONDS,
 ) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, or, when ``stop`` is given, until it is
     set (a server on a thread of its own, where signal handlers cannot be installed). ``on_stop``
     runs first (kubelite ends its watch streams there), then granian stops accepting and waits
-    for in-flight requests. At most ``max_connections`` are served at once."""
-    server = _Embedded(app, sock, tls, max_connections, header_read_seconds)
+    for in-flight requests. At most ``max_connections`` are served at once; ``backlog`` is the
+    one ``sock`` listens with."""
+    server = _Embedded(app, sock, tls, max_connections, backlog, header_read_seconds)
     loop = asyncio.get_running_loop()
     try:
         await _serve_until_stopped(server, loop, on_stop, stop)

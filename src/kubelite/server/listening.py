@@ -2,20 +2,29 @@
 
 kube-apiserver serves every authentication method on one Go ``http.Server``
 (staging/src/k8s.io/apiserver/pkg/server/secure_serving.go): ``ReadHeaderTimeout`` 32 s (the
-connection is closed when a request's headers are not complete in time, the TLS handshake
-included, and again for each later request on a kept-alive connection), ``MaxHeaderBytes``
-1 MiB (beyond: 431), ``IdleTimeout`` 90 s. kubelite has two listeners because its main HTTP
-stack (granian, :mod:`.http`) does not hand client certificates to the app; the second one
-(:mod:`.clientcerts`) takes them. Both read their limits from here, so they cannot drift.
+connection is closed when a request's headers are not complete in time, for the first request
+and for each later one on a kept-alive connection; Go bounds the TLS handshake by the same
+32 s), ``MaxHeaderBytes`` 1 MiB (beyond: 431), ``IdleTimeout`` 90 s. kubelite has two
+listeners because its main HTTP stack (granian, :mod:`.http`) does not hand client
+certificates to the app; the second one (:mod:`.clientcerts`) takes them. Both read their
+limits from here, so they cannot drift.
 
 **Descriptors.** Go raises the open-file limit to the hard limit at start and has no cap on
 connections. kubelite caps each listener, so that connections that never finish their headers
 cannot take the descriptors the store, etcd, webhooks and the other listener need: a
 :class:`ConnectionBudget` keeps ``RESERVED_FILES`` (at most half the limit) for the rest of the
 process and splits what remains 3 to 1 between the main port and the client-certificate port.
-A connection over its listener's cap is not accepted: it waits in the listen backlog
-(``BACKLOG``) until a connection of that listener closes, and once the backlog is full the
-kernel drops new SYNs (the client retries, then times out); the other listener is unaffected.
+A connection over its listener's cap is not accepted: it waits in the listen backlog until a
+connection of that listener closes, and once the backlog is full the kernel drops new SYNs
+(the client retries, then times out); the other listener is unaffected. The
+client-certificate port counts a connection from its accept, and its backlog (``BACKLOG``)
+holds no descriptor of ours. The main port (granian's backpressure) counts one from the end of
+its TLS handshake; granian's TLS acceptor, whenever it accepts, takes every pending connection
+into a handshake at once, so the main port's backlog is kept within its share. What stays out
+of any cap is granian's handshakes themselves (10 s each, as many as arrive while it accepts):
+clients that open connections faster than their handshakes end (say, 2,000 a second that never
+send a ClientHello) can still exhaust the descriptors, and then granian stops accepting for
+good (its acceptor returns the accept error before it polls the handshakes; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ MAX_HEADER_BYTES = 1 << 20
 #: not let us raise (kube has none, only the byte limit); the second port keeps the same one
 MAX_HEADERS = 100
 #: kube's IdleTimeout: a kept-alive connection that sends nothing for this long is closed
-IDLE_SECONDS = 90.0
+IDLE_SECONDS = 90
 #: how long a stopping server lets requests in flight finish before they are cut
 DRAIN_SECONDS = 10
 #: the listen backlog: where connections over a listener's cap wait to be accepted
@@ -48,14 +57,14 @@ TOO_LARGE_HEAD = (
 )
 
 
-def listen(address: str, port: int) -> socket.socket:
+def listen(address: str, port: int, backlog: int = BACKLOG) -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit it: without it, a chunked response's last small chunk waits
     # for the client's delayed ACK (Nagle), ~40 ms on a quarter of back-to-back list requests.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((address, port))
-    sock.listen(BACKLOG)
+    sock.listen(backlog)
     return sock
 
 
@@ -79,7 +88,11 @@ class ConnectionBudget:
 
     open_files: int
     reserved: int
+    #: granian's backpressure: the main port's connections past their TLS handshake
     main: int
+    #: the main port's listen backlog, in the budget because granian, when it accepts again,
+    #: takes every pending connection into a TLS handshake at once (a descriptor each)
+    main_backlog: int
     client_cert: int
 
     @classmethod
@@ -87,11 +100,13 @@ class ConnectionBudget:
         reserved = min(RESERVED_FILES, open_files // 2)
         connections = open_files - reserved
         client_cert = max(1, connections // 4)
-        return cls(open_files, reserved, max(1, connections - client_cert), client_cert)
+        main = max(2, connections - client_cert)
+        backlog = min(BACKLOG, main // 4) or 1
+        return cls(open_files, reserved, main - backlog, backlog, client_cert)
 
     def describe(self) -> str:
         return (
-            f"at most {self.main} connections on the main port and {self.client_cert} on the "
-            f"client-certificate port ({self.reserved} of the {self.open_files} open files "
-            "kept for the store and webhooks)"
+            f"at most {self.main} connections (and {self.main_backlog} waiting) on the main "
+            f"port and {self.client_cert} on the client-certificate port ({self.reserved} of "
+            f"the {self.open_files} open files kept for the store and webhooks)"
         )

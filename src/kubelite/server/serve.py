@@ -204,14 +204,15 @@ async def serve(
             held.callback(audit.close)
         data_dir = hold_data_dir(options.data_dir)
         held.callback(data_dir.release)
-        sock = bind(options.bind_address, options.port)
+        budget = ConnectionBudget.of(raise_open_file_limit())
+        sock = bind(options.bind_address, options.port, backlog=budget.main_backlog)
         held.callback(sock.close)  # a no-op once granian served on it (serve_http detaches it)
         cert_port = options.client_cert_port
         if cert_port is None:
             cert_port = options.port + 1 if options.port else 0
         cert_sock = bind(options.bind_address, cert_port, "--client-cert-port")
         held.callback(cert_sock.close)
-        await _serve(options, data_dir.path, (sock, cert_sock), audit, on_ready, stop)
+        await _serve(options, data_dir.path, (sock, cert_sock), budget, audit, on_ready, stop)
     if stop is None:
         print("kubelite stopped", file=sys.stderr, flush=True)
 
@@ -238,6 +239,7 @@ async def _serve(
     options: ServeOptions,
     data_dir: Path,
     socks: tuple[socket.socket, socket.socket],
+    budget: ConnectionBudget,
     audit: AuditLog | None,
     on_ready: Callable[[str, Path], None],
     stop: asyncio.Event | None,
@@ -292,7 +294,6 @@ async def _serve(
             log.warning("%s", options.faults.describe())
         sock, cert_sock = socks
         shown = f"[{host}]" if ":" in host else host
-        budget = ConnectionBudget.of(raise_open_file_limit())
         log.info("%s", budget.describe())
         certificates = ClientCertListener(
             server.app,
@@ -316,6 +317,7 @@ async def _serve(
                 on_stop=server.app.shutting_down.set,
                 stop=stop,
                 max_connections=budget.main,
+                backlog=budget.main_backlog,
                 header_read_seconds=options.header_read_seconds,
             )
         finally:
