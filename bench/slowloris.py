@@ -5,6 +5,9 @@ For each port (the main port and the client-certificate port) of a fresh server:
 * **slowloris**: ``--connections`` TLS connections (300) each send a request line and one more
   header line every 10 s, never ending the headers; printed: how many are still open after
   ``--at`` seconds (45; kube-apiserver drops them at its 32 s ReadHeaderTimeout);
+* **close times** (``--close-times``, instead of the rest): when the server closes a plain
+  TCP connection, a TLS connection that sends nothing, one whose headers never end, and a
+  kept-alive one, idle or with a later request's headers that never end;
 * **header floods**: the answer to one 16 MiB header, and to 100,000 headers;
 * **descriptors**: on a server started with an open-file limit of ``--open-files`` (1,024),
   ``--flood`` connections (1,500) whose headers never end are opened to one port, one at a time
@@ -212,9 +215,52 @@ async def flood(served: Served, flooded: str, count: int, burst: bool) -> str:
     )
 
 
+async def closed_after(served: Served, port: int, kind: str, limit: float = 130) -> str:
+    """When the server closes one connection of ``kind`` (see CLOSE_KINDS)."""
+    if kind == "plain TCP":
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    else:
+        reader, writer = await served.connect(port)
+    if kind.startswith("kept alive"):
+        writer.write(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )  # fmt: skip
+        await reader.readexactly(length)
+    started = time.monotonic()
+    if kind in ("headers never end", "kept alive, then a request's headers never end"):
+        writer.write(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+    try:
+        await asyncio.wait_for(until_closed(reader), limit)
+    except TimeoutError:
+        return f"still open at {limit:.0f} s"
+    finally:
+        writer.transport.abort()
+    return f"closed at {time.monotonic() - started:.1f} s"
+
+
+CLOSE_KINDS = (
+    "plain TCP",
+    "TLS, nothing sent",
+    "headers never end",
+    "kept alive, then idle",
+    "kept alive, then a request's headers never end",
+)
+
+
 async def run(source: Path | None, args: argparse.Namespace, say: Callable[[str], None]) -> None:
     served = Served(source)
     try:
+        if args.close_times:
+            kinds = [
+                (name, port, kind) for name, port in served.ports.items() for kind in CLOSE_KINDS
+            ]
+            times = await asyncio.gather(*(closed_after(served, p, k) for _, p, k in kinds))
+            for (name, _, kind), when in zip(kinds, times, strict=True):
+                say(f"{kind}, {name} port: {when}")
+            return
         results = await asyncio.gather(
             *(slowloris(served, port, args.connections, args.at) for port in served.ports.values())
         )
@@ -247,6 +293,11 @@ def main() -> None:
     parser.add_argument("--at", type=float, default=45.0)
     parser.add_argument("--open-files", type=int, default=1024)
     parser.add_argument("--flood", type=int, default=1500)
+    parser.add_argument(
+        "--close-times",
+        action="store_true",
+        help="only: when each kind of idle connection is closed (130 s)",
+    )
     args = parser.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -40,8 +40,9 @@ HEADER_SECONDS = 2
 #: guard (the old client-certificate port never dropped a slow connection), not a timing
 GUARD = 30
 #: the open-file limit of the ``scarce`` server, and how many connections flood one of its ports
+#: (more than it has descriptors, taken or waiting in the backlog)
 OPEN_FILES = 400
-FLOOD = OPEN_FILES + 50
+FLOOD = 2 * OPEN_FILES
 #: how long a flood connection's TLS handshake goes unanswered before it counts as not taken
 NOT_TAKEN = 10
 
