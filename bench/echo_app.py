@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 import uvloop
 
-from kubelite.server.http import listen, serve_http
+from kubelite.server.http import serve_http
+from kubelite.server.listening import ConnectionBudget, listen, raise_open_file_limit
 from kubelite.server.tls import ServingFiles, ensure_serving_files
 
 Scope = dict[str, Any]
@@ -74,7 +75,8 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
 async def serve(files: ServingFiles, port: int) -> None:
     sock = listen("127.0.0.1", port)
     print(f"echo serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    await serve_http(app, sock, files, on_stop=lambda: None)
+    budget = ConnectionBudget.of(raise_open_file_limit())
+    await serve_http(app, sock, files, on_stop=lambda: None, max_connections=budget.main)
 
 
 def main() -> None:

@@ -53,7 +53,8 @@ async def _serve(stack: str, kind: str, data_dir: Path) -> None:
     from echo_app import app as echo
     from kubelite.server import serve as kl
     from kubelite.server.assembly import assemble
-    from kubelite.server.http import listen, serve_http
+    from kubelite.server.http import serve_http
+    from kubelite.server.listening import ConnectionBudget, listen, raise_open_file_limit
     from kubelite.storage import StoreOptions, open_store
 
     options = kl.ServeOptions(data_dir=str(data_dir), port=0)
@@ -65,7 +66,8 @@ async def _serve(stack: str, kind: str, data_dir: Path) -> None:
     sock = listen("127.0.0.1", 0)
     print(f"{kind} serving on https://127.0.0.1:{sock.getsockname()[1]}", flush=True)
     if stack == "granian":
-        await serve_http(app, sock, tls, on_stop=lambda: None)
+        budget = ConnectionBudget.of(raise_open_file_limit())
+        await serve_http(app, sock, tls, on_stop=lambda: None, max_connections=budget.main)
     else:
         import uvicorn
 

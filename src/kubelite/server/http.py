@@ -6,13 +6,15 @@ the same TLS certificate, it served 1.5x the conflict-checked PUTs and 1.9x the 
 (docs/benchmarks.md), so it is the stack the benchmark favours. bench/echo_app.py measures the
 ceiling on this same function.
 
-**Connections.** granian serves at most ``backpressure`` connections per worker at once and
-leaves the rest in the listen backlog; its default (the backlog, 2,048) let 2,048 idle watches
-or stalled clients lock everyone else out. kube-apiserver (Go's net/http) has no such cap, only
-its own limits in the filter chain (max in flight, request timeout: :mod:`.overload`), and Go
-raises its open-file limit to the hard limit at start. So do we, and the cap is that limit: a
-connection needs a file descriptor anyway. A client that connects and sends no complete request
-headers is dropped after ``HEADER_READ_SECONDS`` (kube's ReadHeaderTimeout, 32 s).
+**Connections** get the limits of :mod:`.listening`, which the client-certificate port shares:
+a connection whose request headers are not complete ``header_read_seconds`` (kube's 32 s)
+after it was accepted or after its previous response is closed (hyper's header read timeout;
+so an idle kept-alive connection is closed then too, where Go waits its 90 s IdleTimeout); a
+request head over 1 MiB or 100 headers is answered 431 and the connection closed; a TLS
+handshake not done in 10 s (granian's) is dropped. granian serves at most ``backpressure``
+connections per worker at once and leaves the rest in the listen backlog; its default (the
+backlog, 2,048) let 2,048 idle watches or stalled clients lock everyone else out, so it is the
+main port's share of the open-file limit (:class:`.listening.ConnectionBudget`).
 
 We bind the listening socket ourselves (so ``--port 0`` works and the real port is known before
 the kubeconfig is written) and hand granian its file descriptor. HTTP/1.1 only, as before:
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import signal
 import socket
 from collections.abc import Callable
@@ -34,45 +35,31 @@ from granian.constants import HTTPModes, Interfaces, SSLProtocols
 from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
+from kubelite.server.listening import (
+    BACKLOG,
+    DRAIN_SECONDS,
+    HEADER_READ_SECONDS,
+    MAX_HEADER_BYTES,
+)
 from kubelite.server.tls import ServingFiles
 
 log = logging.getLogger(__name__)
 
-BACKLOG = 2048
-HEADER_READ_SECONDS = 32
-DRAIN_SECONDS = 10
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def listen(address: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit it: without it, a chunked response's last small chunk waits
-    # for the client's delayed ACK (Nagle), ~40 ms on a quarter of back-to-back list requests.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((address, port))
-    sock.listen(BACKLOG)
-    return sock
-
-
-def raise_open_file_limit() -> int:
-    """Raise the soft limit on open files to the hard limit, as Go does at start; returns it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY:
-        hard = max(soft, 1 << 20)
-    if soft < hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    return soft
 
 
 class _Embedded(Server):
     """granian's embedded server on a socket we bound (granian would bind its own)."""
 
-    def __init__(self, app: Any, sock: socket.socket, tls: ServingFiles) -> None:
+    def __init__(
+        self,
+        app: Any,
+        sock: socket.socket,
+        tls: ServingFiles,
+        max_connections: int,
+        backlog: int,
+        header_read_seconds: float,
+    ) -> None:
         host, port = sock.getsockname()[:2]
         super().__init__(
             app,
@@ -81,9 +68,13 @@ class _Embedded(Server):
             interface=Interfaces.ASGINL,
             http=HTTPModes.http1,
             websockets=False,
-            backlog=BACKLOG,
-            backpressure=max(BACKLOG, raise_open_file_limit()),
-            http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_SECONDS * 1000),
+            backlog=backlog,
+            backpressure=max_connections,
+            http1_settings=HTTP1Settings(
+                header_read_timeout=round(header_read_seconds * 1000),
+                # hyper's read buffer: a request head that does not fit is answered 431
+                max_buffer_size=MAX_HEADER_BYTES,
+            ),
             log_enabled=False,
             ssl_cert=tls.cert,
             ssl_key=tls.key,
@@ -91,6 +82,7 @@ class _Embedded(Server):
         )
         self.workers_kill_timeout = DRAIN_SECONDS  # then in-flight requests are cut
         self._sock = sock
+        self._backlog = backlog
         #: granian's SocketHolder owns the descriptor once made, and closes it when it stops
         self.owns_socket = False
 
@@ -117,7 +109,7 @@ class _Embedded(Server):
     def _init_shared_socket(self) -> None:
         self._ssp = None
         # SocketHolder(fd, is_uds, backlog): granian's own pickling constructor (not in its stub).
-        self._shd = SocketHolder(self._sock.fileno(), False, BACKLOG)  # type: ignore[call-arg,assignment]
+        self._shd = SocketHolder(self._sock.fileno(), False, self._backlog)  # type: ignore[call-arg,assignment]
         self.owns_socket = True
 
 
@@ -127,12 +119,17 @@ async def serve_http(
     tls: ServingFiles,
     on_stop: Callable[[], None],
     stop: asyncio.Event | None = None,
+    *,
+    max_connections: int,
+    backlog: int = BACKLOG,
+    header_read_seconds: float = HEADER_READ_SECONDS,
 ) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM, or, when ``stop`` is given, until it is
     set (a server on a thread of its own, where signal handlers cannot be installed). ``on_stop``
     runs first (kubelite ends its watch streams there), then granian stops accepting and waits
-    for in-flight requests."""
-    server = _Embedded(app, sock, tls)
+    for in-flight requests. At most ``max_connections`` are served at once; ``backlog`` is the
+    one ``sock`` listens with."""
+    server = _Embedded(app, sock, tls, max_connections, backlog, header_read_seconds)
     loop = asyncio.get_running_loop()
     try:
         await _serve_until_stopped(server, loop, on_stop, stop)

@@ -36,6 +36,7 @@ from kubelite.server.clientcerts import ClientCertListener
 from kubelite.server.credentials import share_credentials
 from kubelite.server.faults import FaultSpec
 from kubelite.server.http import serve_http
+from kubelite.server.listening import HEADER_READ_SECONDS, ConnectionBudget, raise_open_file_limit
 from kubelite.server.overload import Limits
 from kubelite.server.startup import (
     StartupError,
@@ -83,6 +84,9 @@ class ServeOptions:
     history_retention: Mapping[str, Retention] = field(default_factory=dict)
     #: faults injected into the API's answers (``--inject``; None: nothing is injected)
     faults: FaultSpec | None = None
+    #: kube's ReadHeaderTimeout on every listener (:mod:`kubelite.server.listening`); kube has
+    #: no flag for it, and kubelite's is hidden: tests shorten it to see it act
+    header_read_seconds: float = HEADER_READ_SECONDS
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -200,14 +204,15 @@ async def serve(
             held.callback(audit.close)
         data_dir = hold_data_dir(options.data_dir)
         held.callback(data_dir.release)
-        sock = bind(options.bind_address, options.port)
+        budget = ConnectionBudget.of(raise_open_file_limit())
+        sock = bind(options.bind_address, options.port, backlog=budget.main_backlog)
         held.callback(sock.close)  # a no-op once granian served on it (serve_http detaches it)
         cert_port = options.client_cert_port
         if cert_port is None:
             cert_port = options.port + 1 if options.port else 0
         cert_sock = bind(options.bind_address, cert_port, "--client-cert-port")
         held.callback(cert_sock.close)
-        await _serve(options, data_dir.path, (sock, cert_sock), audit, on_ready, stop)
+        await _serve(options, data_dir.path, (sock, cert_sock), budget, audit, on_ready, stop)
     if stop is None:
         print("kubelite stopped", file=sys.stderr, flush=True)
 
@@ -234,6 +239,7 @@ async def _serve(
     options: ServeOptions,
     data_dir: Path,
     socks: tuple[socket.socket, socket.socket],
+    budget: ConnectionBudget,
     audit: AuditLog | None,
     on_ready: Callable[[str, Path], None],
     stop: asyncio.Event | None,
@@ -288,7 +294,14 @@ async def _serve(
             log.warning("%s", options.faults.describe())
         sock, cert_sock = socks
         shown = f"[{host}]" if ":" in host else host
-        certificates = ClientCertListener(server.app, cert_sock, tls)
+        log.info("%s", budget.describe())
+        certificates = ClientCertListener(
+            server.app,
+            cert_sock,
+            tls,
+            max_connections=budget.client_cert,
+            header_read_seconds=options.header_read_seconds,
+        )
         try:
             await certificates.start()
             cert_url = f"https://{shown}:{cert_sock.getsockname()[1]}"
@@ -297,7 +310,16 @@ async def _serve(
             server_url = f"https://{shown}:{sock.getsockname()[1]}"
             kubeconfig = write_kubeconfig(data_dir, server_url, token, tls.ca_cert)
             on_ready(server_url, kubeconfig)
-            await serve_http(server.app, sock, tls, on_stop=server.app.shutting_down.set, stop=stop)
+            await serve_http(
+                server.app,
+                sock,
+                tls,
+                on_stop=server.app.shutting_down.set,
+                stop=stop,
+                max_connections=budget.main,
+                backlog=budget.main_backlog,
+                header_read_seconds=options.header_read_seconds,
+            )
         finally:
             await certificates.close()
             await server.close()

@@ -16,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubelite.server.http import listen
+from kubelite.server.listening import BACKLOG, listen
 from kubelite.storage import Store, StoreOptions, open_store
 from kubelite.storage.errors import Unavailable
 
@@ -93,10 +93,10 @@ def check_tls_names(names: tuple[str, ...]) -> None:
             )
 
 
-def bind(address: str, port: int, flag: str = "--port") -> socket.socket:
+def bind(address: str, port: int, flag: str = "--port", backlog: int = BACKLOG) -> socket.socket:
     """The listening socket, or a one-line reason it cannot be had (``flag`` sets the port)."""
     try:
-        return listen(address, port)
+        return listen(address, port, backlog)
     except OSError as exc:
         where = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
         if exc.errno == errno.EADDRINUSE:
