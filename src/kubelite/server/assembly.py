@@ -34,6 +34,12 @@ from kubelite.api.controllers.serviceaccounts import ServiceAccountController
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
+from kubelite.api.kinds.flowcontrol import (
+    ensure_flowcontrol_bootstrap,
+    flow_schema_info,
+    mandatory,
+    priority_level_info,
+)
 from kubelite.api.kinds.namespaces import (
     NamespaceLifecycleAdmission,
     ensure_system_namespaces,
@@ -55,6 +61,8 @@ from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookS
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec
+from kubelite.server.flowcontrol.config import FlowControl
+from kubelite.server.flowcontrol.follower import ConfigFollower
 from kubelite.server.healthz import CheckFailed, Health
 from kubelite.server.httplog import request_logger
 from kubelite.server.metrics import APIMetrics
@@ -95,9 +103,13 @@ class Assembly:
     webhook_source: WebhookSource | None = None
     #: the faults injected into the API's answers (``--inject``), and their counts
     faults: Faults | None = None
+    #: API Priority and Fairness's configuration, followed from the store
+    flow_control: ConfigFollower | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.flow_control is not None:
+            await self.flow_control.close()
         if self.policies is not None:
             await self.policies.close()
         if self.rbac is not None:
@@ -176,6 +188,18 @@ async def assemble(
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
     await ensure_bootstrap_policy(registry, catalogue)
+    limits = limits or Limits()
+    flow_control = None
+    if limits.priority_and_fairness:
+        await ensure_flowcontrol_bootstrap(registry, catalogue)
+        flow_control = ConfigFollower(
+            registry,
+            flow_schema_info(catalogue),
+            priority_level_info(catalogue),
+            FlowControl(limits.server_concurrency, mandatory()),
+            lambda: ensure_flowcontrol_bootstrap(registry, catalogue),
+        )
+        await flow_control.start()
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
@@ -229,6 +253,7 @@ async def assemble(
         health=Health.standard(backing, informers_synced, stopping),
         shutting_down=stopping,
         faults=injected,
+        flow_control=None if flow_control is None else flow_control.control,
     )
     return Assembly(
         backing,
@@ -247,6 +272,7 @@ async def assemble(
         policies,
         webhook_source,
         injected,
+        flow_control,
     )
 
 
