@@ -63,6 +63,7 @@ from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec
 from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.flowcontrol.follower import ConfigFollower
+from kubelite.server.flowcontrol.gauges import FlowControlGauges
 from kubelite.server.healthz import CheckFailed, Health
 from kubelite.server.httplog import request_logger
 from kubelite.server.metrics import APIMetrics
@@ -200,6 +201,8 @@ async def assemble(
             lambda: ensure_flowcontrol_bootstrap(registry, catalogue),
         )
         await flow_control.start()
+        if api_metrics is not None:
+            api_metrics.registry.register(FlowControlGauges(flow_control.control))
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()

@@ -35,7 +35,12 @@ from kubelite.api.authn import User
 from kubelite.api.request import RequestInfo
 from kubelite.api.shufflesharding import MAX_HASH_BITS, required_entropy_bits
 from kubelite.server.flowcontrol.allocation import DemandStats, Item, allocate
-from kubelite.server.flowcontrol.matching import Matcher, compile_schema, distinguisher
+from kubelite.server.flowcontrol.matching import (
+    Matcher,
+    compile_schema,
+    distinguisher,
+    groups_only,
+)
 from kubelite.server.flowcontrol.queueset import Clock, QueueSet, Seats, flow_hash
 
 log = logging.getLogger(__name__)
@@ -87,17 +92,12 @@ class Schema:
     method: str
     matches: Matcher
     headers: tuple[tuple[bytes, bytes], ...]
-    _hashes: dict[str, int] = field(default_factory=dict)
+    #: the groups whose members match whatever they ask, when that is all the schema says
+    groups: frozenset[str] | None = None
 
     def flow(self, user: User, info: RequestInfo) -> int:
         """The request's flow (this schema's name and the request's distinguisher), hashed."""
-        key = distinguisher(self.method, user, info)
-        value = self._hashes.get(key)
-        if value is None:
-            if len(self._hashes) > 4096:
-                self._hashes.clear()
-            value = self._hashes[key] = flow_hash(self.name, key)
-        return value
+        return flow_hash(self.name, distinguisher(self.method, user, info))
 
 
 class BrokenLevel(ValueError):
@@ -215,17 +215,32 @@ class FlowControl:
         self.schemas: list[Schema] = []
         self.catch_all: Schema | None = None
         self.nominal_sum = 0
+        #: requests refused, by (priority level, flow schema, reason)
+        self.rejected: dict[tuple[str, str, str], int] = {}
         self.digest([], [])
 
     # -- the request path ------------------------------------------------------------------------
 
-    def classify(self, user: User, info: RequestInfo) -> Schema:
-        """The first schema the request matches (the catch-all one if none does)."""
-        for schema in self.schemas:
-            if schema.matches(user, info):
-                return schema
-        assert self.catch_all is not None
-        return self.catch_all
+    def classify(self, user: User, info: RequestInfo) -> tuple[Schema, int]:
+        """The first schema the request matches (the catch-all one if none does) and the
+        request's flow (hashed; 0 for a level without queues), remembered by what matching
+        reads of the user and the request. The first schema (``exempt``, of ``system:masters``
+        and anything they ask) is tried by its groups alone."""
+        first = self.schemas[0]
+        if first.groups is not None and not first.groups.isdisjoint(user.groups):
+            return first, 0
+        key = (user.name, user.groups, info.verb, info.api_group, info.resource,
+               info.subresource, info.namespace, "" if info.is_resource_request else info.path,
+               info.is_resource_request)  # fmt: skip
+        found = self._classified.get(key)
+        if found is None:
+            schema = next((s for s in self.schemas if s.matches(user, info)), self.catch_all)
+            assert schema is not None
+            flow = schema.flow(user, info) if schema.level.queuing else 0
+            if len(self._classified) > 4096:
+                self._classified.clear()
+            found = self._classified[key] = (schema, flow)
+        return found
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -266,6 +281,7 @@ class FlowControl:
         self._limits(new)
         self.levels = new
         self.schemas = digested
+        self._classified: dict[tuple[Any, ...], tuple[Schema, int]] = {}
         return updates
 
     def _level(self, name: str, uid: str, spec: Obj) -> Level:
@@ -284,7 +300,7 @@ class FlowControl:
             if queuing is not None:
                 seats = QueueSet(*queuing, limit=0, clock=self.clock)
             else:
-                seats = Seats(0, exempt=exempt, clock=self.clock)
+                seats = Seats(0, exempt=exempt)
             stats, current = DemandStats(), -1
         return Level(name, uid, spec, seats, shares, lendable, borrowing, current=current,
                      stats=stats)  # fmt: skip
@@ -302,6 +318,7 @@ class FlowControl:
             method=method,
             matches=compile_schema(spec),
             headers=((PL_HEADER, level.uid.encode()), (FS_HEADER, uid.encode())),
+            groups=groups_only(spec),
         )
 
     def _limits(self, levels: dict[str, Level]) -> None:
@@ -329,6 +346,11 @@ class FlowControl:
         self._borrow(levels)
 
     # -- borrowing -------------------------------------------------------------------------------
+
+    def sample(self) -> None:
+        """Sample every level's seat demand (ten times a second)."""
+        for level in self.levels.values():
+            level.seats.demand.sample()
 
     def adjust(self) -> None:
         """The periodic borrowing adjustment (every 10 s)."""

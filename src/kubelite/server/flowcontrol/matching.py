@@ -76,14 +76,20 @@ def _subjects(subjects: list[Obj]) -> Callable[[User], bool]:
     return matches
 
 
-def _resource_rule(rule: Obj) -> Matcher:
+RuleMatcher = Callable[[RequestInfo], bool]
+
+
+def _resource_rule(rule: Obj) -> RuleMatcher | None:
+    """A resource rule's matcher; None when it matches every resource request."""
     verbs = _wild(rule.get("verbs"))
     groups = _wild(rule.get("apiGroups"))
     resources = _wild(rule.get("resources"))
     namespaces = _wild(rule.get("namespaces"))
     cluster = bool(rule.get("clusterScope"))
+    if verbs is None and groups is None and resources is None and namespaces is None and cluster:
+        return None
 
-    def matches(user: User, info: RequestInfo) -> bool:
+    def matches(info: RequestInfo) -> bool:
         if verbs is not None and info.verb not in verbs:
             return False
         if resources is not None:
@@ -111,11 +117,14 @@ def _url_matches(urls: list[str], path: str) -> bool:
     return False
 
 
-def _non_resource_rule(rule: Obj) -> Matcher:
+def _non_resource_rule(rule: Obj) -> RuleMatcher | None:
+    """A non-resource rule's matcher; None when it matches every other request."""
     verbs = _wild(rule.get("verbs"))
     urls = [str(u) for u in rule.get("nonResourceURLs") or ()]
+    if verbs is None and "*" in urls:
+        return None
 
-    def matches(user: User, info: RequestInfo) -> bool:
+    def matches(info: RequestInfo) -> bool:
         if verbs is not None and info.verb not in verbs:
             return False
         return _url_matches(urls, info.path)
@@ -123,24 +132,51 @@ def _non_resource_rule(rule: Obj) -> Matcher:
     return matches
 
 
+def _rules(matchers: list[RuleMatcher | None]) -> RuleMatcher | bool:
+    """Rules as one matcher: True when one of them matches everything, False when none is."""
+    if any(m is None for m in matchers):
+        return True
+    if not matchers:
+        return False
+    found = [m for m in matchers if m is not None]
+    return lambda info: any(m(info) for m in found)
+
+
 def compile_schema(spec: Obj) -> Matcher:
     """A matcher for the FlowSchema ``spec``'s rules."""
-    rules: list[tuple[Callable[[User], bool], list[Matcher], list[Matcher]]] = []
+    rules: list[tuple[Callable[[User], bool], RuleMatcher | bool, RuleMatcher | bool]] = []
     for rule in spec.get("rules") or ():
-        resource = [_resource_rule(r) for r in rule.get("resourceRules") or ()]
-        non_resource = [_non_resource_rule(r) for r in rule.get("nonResourceRules") or ()]
+        resource = _rules([_resource_rule(r) for r in rule.get("resourceRules") or ()])
+        non_resource = _rules([_non_resource_rule(r) for r in rule.get("nonResourceRules") or ()])
         rules.append((_subjects(rule.get("subjects") or []), resource, non_resource))
 
     def matches(user: User, info: RequestInfo) -> bool:
         for subjects, resource, non_resource in rules:
-            if not subjects(user):
-                continue
-            for rule in resource if info.is_resource_request else non_resource:
-                if rule(user, info):
+            if subjects(user):
+                check = resource if info.is_resource_request else non_resource
+                if check is True or (check is not False and check(info)):
                     return True
         return False
 
     return matches
+
+
+def groups_only(spec: Obj) -> frozenset[str] | None:
+    """The groups of a schema whose every rule names only groups (no ``*``) and matches every
+    request (resource and not), else None: matching it is then one set intersection."""
+    groups: set[str] = set()
+    rules = spec.get("rules") or ()
+    for rule in rules:
+        subjects = rule.get("subjects") or ()
+        if not subjects or any(s.get("kind") != "Group" or not s.get("group") for s in subjects):
+            return None
+        names = {str(s["group"].get("name") or "") for s in subjects}
+        resource = _rules([_resource_rule(r) for r in rule.get("resourceRules") or ()])
+        non_resource = _rules([_non_resource_rule(r) for r in rule.get("nonResourceRules") or ()])
+        if "*" in names or resource is not True or non_resource is not True:
+            return None
+        groups |= names
+    return frozenset(groups) if rules else None
 
 
 def distinguisher(method: str, user: User, info: RequestInfo) -> str:

@@ -48,6 +48,8 @@ from kubelite.api.shufflesharding import deal
 #: estimatedServiceDuration: the virtual service time of one request's seat, in seconds
 G = 0.003
 RECEIVING, WAITING, EXECUTING, DONE = 0, 1, 2, 3
+#: how often each level's seat demand is sampled
+SAMPLE_SECONDS = 0.1
 
 Clock = Callable[[], float]
 
@@ -97,56 +99,60 @@ class Queue:
 
 
 class SeatDemand:
-    """The time-weighted moments of a level's seat demand (seats in use plus seats waiting),
-    kube's ``fairqueuing.Integrator``, read and reset by the borrowing adjustment."""
+    """A level's seat demand (seats in use plus seats waiting: ``x``), its peak since the last
+    reset, and samples of it for its average and deviation, which kube's
+    ``fairqueuing.Integrator`` integrates at every change. Here the request path only moves
+    ``x`` and the peak (integer work, no clock), and :meth:`sample` is called ten times a second
+    (:data:`SAMPLE_SECONDS`): the same mean and deviation, to within the sampling, at no cost
+    per request. :meth:`reset` hands them to the borrowing adjustment."""
 
-    __slots__ = ("clock", "elapsed", "high", "integral", "integral_sq", "last", "x")
+    __slots__ = ("count", "high", "total", "total_sq", "x")
 
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.last = clock()
-        self.x = 0.0
-        self.elapsed = self.integral = self.integral_sq = 0.0
-        self.high = 0.0
+    def __init__(self) -> None:
+        self.x = 0
+        self.high = 0
+        self.count = 0
+        self.total = self.total_sq = 0.0
 
-    def set(self, x: float, now: float) -> None:
-        dt = now - self.last
-        self.last = now
-        old = self.x
-        self.elapsed += dt
-        self.integral += old * dt
-        self.integral_sq += old * old * dt
-        self.x = x
-        if x > self.high:
-            self.high = x
+    def sample(self) -> None:
+        x = self.x
+        self.count += 1
+        self.total += x
+        self.total_sq += x * x
 
     def reset(self) -> tuple[float, float, float, float]:
         """(duration, average, standard deviation, maximum) since the last reset."""
-        self.set(self.x, self.clock())
-        duration, high = self.elapsed, self.high
-        if duration > 0:
-            average = self.integral / duration
-            variance = self.integral_sq / duration - average * average
-            deviation = math.sqrt(variance) if variance >= 0 else math.nan
-        else:
-            average = deviation = math.nan
-        self.elapsed = self.integral = self.integral_sq = 0.0
+        self.sample()
+        count, high = self.count, float(self.high)
+        average = self.total / count
+        variance = self.total_sq / count - average * average
+        deviation = math.sqrt(variance) if variance >= 0 else math.nan
+        self.count = 0
+        self.total = self.total_sq = 0.0
         self.high = self.x
-        return duration, average, deviation, high
+        return count * SAMPLE_SECONDS, average, deviation, high
 
 
-class Seats:
+class Seats(SeatDemand):
     """A level without queues: the exempt level (never limited, only counted) and levels whose
-    limit response is ``Reject``."""
+    limit response is ``Reject``. Its seat demand is its seats in use (``x``)."""
 
-    def __init__(self, limit: int, *, exempt: bool = False, clock: Clock = monotonic) -> None:
+    __slots__ = ("exempt", "limit", "receiving", "rejected")
+
+    def __init__(self, limit: int, *, exempt: bool = False) -> None:
+        super().__init__()
         self.limit = limit
         self.exempt = exempt
-        self.clock = clock
-        self.executing = 0
         self.receiving = 0
-        self.demand = SeatDemand(clock)
         self.rejected = 0
+
+    @property
+    def demand(self) -> SeatDemand:
+        return self
+
+    @property
+    def executing(self) -> int:
+        return self.x
 
     def set_limit(self, limit: int) -> None:
         self.limit = limit
@@ -166,20 +172,21 @@ class Seats:
         """The request is ready (its body read): a seat now, or None (429)."""
         if ticket.state == RECEIVING:
             self.receiving -= 1
-        if not self.exempt and not _fits(self.limit, self.executing, self.executing):
+        x = self.x
+        if not self.exempt and not _fits(self.limit, x, x):
             ticket.state = DONE
             self.rejected += 1
             return None
         ticket.state = EXECUTING
-        self.executing += 1
-        self.demand.set(self.executing, self.clock())
+        self.x = x = x + 1
+        if x > self.high:
+            self.high = x
         return ticket
 
     def finish(self, ticket: Ticket) -> None:
         state, ticket.state = ticket.state, DONE
         if state == EXECUTING:
-            self.executing -= 1
-            self.demand.set(self.executing, self.clock())
+            self.x -= 1
         elif state == RECEIVING:
             self.receiving -= 1
 
@@ -187,7 +194,7 @@ class Seats:
         return 0
 
     def idle(self) -> bool:
-        return self.executing == 0 and self.receiving == 0
+        return self.x == 0 and self.receiving == 0
 
 
 def _fits(limit: int, seats_in_use: int, executing: int) -> bool:
@@ -218,9 +225,10 @@ class QueueSet:
         self.enqueues = 0
         self.seats_in_use = self.executing = self.waiting_total = 0
         self.active_queues = 0
-        self.demand = SeatDemand(clock)
+        self.demand = SeatDemand()
         self.rejected = 0
-        self._hands: dict[int, list[int]] = {}
+        #: each flow's hand of queues
+        self._hands: dict[int, list[Queue]] = {}
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -237,7 +245,7 @@ class QueueSet:
         self._sync()
         self.limit = limit
         self._dispatch()
-        self.demand.set(self.seats_in_use + self.waiting_total, self.last)
+        self._demand(self.seats_in_use + self.waiting_total)
 
     # -- a request's passage ---------------------------------------------------------------------
 
@@ -262,7 +270,6 @@ class QueueSet:
         assert queue is not None
         if ticket.state == RECEIVING:
             queue.receiving -= 1
-            self._drop_if_surplus(queue)
         self._sync()
         if self.seats_in_use >= self.limit and queue.waiting_count >= self.queue_length_limit:
             ticket.state = DONE
@@ -270,15 +277,23 @@ class QueueSet:
             return None
         r = self.current_r
         ticket.arrival_r = r
-        if not queue.active():
+        if not (queue.waiting_count or queue.executing):
             queue.next_dispatch_r = r
             self.active_queues += 1
         if self.waiting_total == 0 and _fits(self.limit, self.seats_in_use, self.executing):
-            # nothing waits anywhere: this request is the one dispatched
+            # nothing waits anywhere: this request is the one dispatched (_start, inline)
             if queue.next_dispatch_r < r:
                 queue.next_dispatch_r = r
-            self._start(queue, ticket)
-            self.demand.set(self.seats_in_use, self.last)
+            ticket.state = EXECUTING
+            ticket.started = self.last
+            queue.next_dispatch_r += G
+            queue.executing += 1
+            self.executing += 1
+            self.seats_in_use = seats = self.seats_in_use + 1
+            demand = self.demand
+            demand.x = seats
+            if seats > demand.high:
+                demand.high = seats
             return ticket
         ticket.state = WAITING
         ticket.future = asyncio.get_running_loop().create_future()
@@ -288,7 +303,7 @@ class QueueSet:
         if len(queue.waiting) == 1 and queue.next_dispatch_r < r:
             queue.next_dispatch_r = r
         self._dispatch()
-        self.demand.set(self.seats_in_use + self.waiting_total, self.last)
+        self._demand(self.seats_in_use + self.waiting_total)
         return ticket
 
     def withdraw(self, ticket: Ticket) -> bool:
@@ -304,8 +319,9 @@ class QueueSet:
         self.waiting_total -= 1
         if not queue.active():
             self.active_queues -= 1
-        self.demand.set(self.seats_in_use + self.waiting_total, self.last)
-        self._drop_if_surplus(queue)
+        self.demand.x = self.seats_in_use + self.waiting_total
+        if len(self.queues) > self.desired:
+            self._drop_if_surplus(queue)
         return True
 
     def finish(self, ticket: Ticket) -> None:
@@ -319,7 +335,8 @@ class QueueSet:
         assert queue is not None
         if state == RECEIVING:
             queue.receiving -= 1
-            self._drop_if_surplus(queue)
+            if len(self.queues) > self.desired:
+                self._drop_if_surplus(queue)
             return
         if state != EXECUTING:
             return
@@ -329,16 +346,25 @@ class QueueSet:
         queue.executing -= 1
         # charge the queue the service time it actually had (kube: R -= seats * (G - actual))
         queue.next_dispatch_r -= G - (self.last - ticket.started)
-        head = queue.head()
-        if head is not None and queue.next_dispatch_r < head.arrival_r:
-            queue.next_dispatch_r = head.arrival_r
-        if not queue.active():
+        if queue.waiting:
+            head = queue.head()
+            if head is not None and queue.next_dispatch_r < head.arrival_r:
+                queue.next_dispatch_r = head.arrival_r
+        if not (queue.waiting_count or queue.executing):
             self.active_queues -= 1
-        self._dispatch()
-        self.demand.set(self.seats_in_use + self.waiting_total, self.last)
-        self._drop_if_surplus(queue)
+        if self.waiting_total:
+            self._dispatch()
+        self.demand.x = self.seats_in_use + self.waiting_total
+        if len(self.queues) > self.desired:
+            self._drop_if_surplus(queue)
 
     # -- inside ----------------------------------------------------------------------------------
+
+    def _demand(self, x: int) -> None:
+        demand = self.demand
+        demand.x = x
+        if x > demand.high:
+            demand.high = x
 
     def _sync(self) -> None:
         """Advance R to now: min(seats wanted, limit) / active queues per second."""
@@ -349,22 +375,25 @@ class QueueSet:
         self.last = now
 
     def _shuffle_shard(self, hash_value: int) -> Queue:
+        """The queue of the flow's hand with the least work, looked at from a rotating start
+        (kube's tie-break)."""
         hand = self._hands.get(hash_value)
         if hand is None:
             if len(self._hands) > 4096:
                 self._hands = {}
-            hand = self._hands[hash_value] = deal(hash_value, self.desired, self.hand_size)
+            cards = deal(hash_value, self.desired, self.hand_size)
+            hand = self._hands[hash_value] = [self.queues[card] for card in cards]
         size = len(hand)
         offset = self.enqueues % size
         self.enqueues += 1
-        queues = self.queues
-        best = queues[hand[offset]]
+        best = hand[offset]
         best_work = best.waiting_count + best.receiving
-        for i in range(1, size):
-            queue = queues[hand[(offset + i) % size]]
-            work = queue.waiting_count + queue.receiving
-            if work < best_work:
-                best, best_work = queue, work
+        if best_work:  # the first one looked at is empty: nothing has less work
+            for i in range(1, size):
+                queue = hand[(offset + i) % size]
+                work = queue.waiting_count + queue.receiving
+                if work < best_work:
+                    best, best_work = queue, work
         return best
 
     def _start(self, queue: Queue, ticket: Ticket) -> None:
@@ -417,6 +446,7 @@ class QueueSet:
                 return
             if index >= self.desired:
                 del self.queues[index]
+                self._hands = {}
                 if self.robin >= index:
                     self.robin -= 1
 
