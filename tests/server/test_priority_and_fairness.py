@@ -412,10 +412,10 @@ def test_a_changed_or_deleted_bootstrap_object_is_put_back_at_start(tmp_path: Pa
     data = tmp_path / "data"
     first = start_server(data)
     try:
-        code, level = first.request("GET", f"{LEVELS}/workload-low")
+        level = first.request("GET", f"{LEVELS}/workload-low")[1]
         level["spec"]["limited"]["nominalConcurrencyShares"] = 7
         assert first.request("PUT", f"{LEVELS}/workload-low", level)[0] == 200
-        code, level = first.request("GET", f"{LEVELS}/global-default")
+        level = first.request("GET", f"{LEVELS}/global-default")[1]
         level["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"] = "false"
         level["spec"]["limited"]["nominalConcurrencyShares"] = 7
         assert first.request("PUT", f"{LEVELS}/global-default", level)[0] == 200
@@ -424,9 +424,9 @@ def test_a_changed_or_deleted_bootstrap_object_is_put_back_at_start(tmp_path: Pa
         stop_server(first)
     second = start_server(data)
     try:
-        code, level = second.request("GET", f"{LEVELS}/workload-low")
+        level = second.request("GET", f"{LEVELS}/workload-low")[1]
         assert level["spec"]["limited"]["nominalConcurrencyShares"] == 40
-        _code, level = second.request("GET", f"{LEVELS}/global-default")
+        level = second.request("GET", f"{LEVELS}/global-default")[1]
         assert level["spec"]["limited"]["nominalConcurrencyShares"] == 7
         assert second.request("GET", f"{SCHEMAS}/probes")[0] == 200
     finally:
