@@ -12,6 +12,7 @@ import json
 import ssl
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,15 @@ def hooks(tmp_path: Path) -> Iterator[WebhookServer]:
         yield srv
 
 
+def open_watch(server: Server, token: str) -> tuple[int, Any]:
+    """A watch whose stream has begun (its head read), left open."""
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    req = urllib.request.Request(f"{server.url}{CMS}?watch=1&timeoutSeconds=60")
+    req.add_header("Authorization", f"Bearer {token}")
+    response = urllib.request.urlopen(req, context=context, timeout=30)
+    return response.status, response
+
+
 def wait_until(check: Any, what: str) -> Any:
     deadline = time.monotonic() + 30  # a hang guard, not a timing assertion
     while True:
@@ -282,6 +292,16 @@ def test_a_level_and_schema_created_take_effect_and_reject_beyond_their_seats(
     wait_until(carols, "carol's requests never matched her FlowSchema")
     samples = scrape(server)
     assert value(samples, "apiserver_flowcontrol_nominal_limit_seats", priority_level="tiny") == 3
+
+    # a watch holds its seat only until its stream begins: five of them, more than the level's
+    # seats, all stream, and carol's next request is served
+    watches = [open_watch(server, carol) for _ in range(5)]
+    try:
+        assert [status for status, _ in watches] == [200] * 5
+        assert raw_request(server, "GET", CMS, token=carol)[0] == 200
+    finally:
+        for _, response in watches:
+            response.close()
 
     release = threading.Event()
 
