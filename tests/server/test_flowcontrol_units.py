@@ -326,3 +326,25 @@ def test_queues_are_loop_free_of_stale_tickets(clock: Clock) -> None:
         assert fresh.state == EXECUTING
 
     asyncio.run(run())
+
+
+def test_a_busy_level_borrows_what_idle_ones_lend(clock: Clock) -> None:
+    """global-default wants 200 seats for 10 s, every other level none: the adjustment gives it
+    a share proportional to its smoothed demand (its target), the others their lower limits'
+    proportional share, all of it summing to the 600 nominal seats."""
+    control = FlowControl(600, mandatory(), clock=clock)
+    bootstrap(control)
+    busy = control.levels["global-default"]
+    before = busy.current
+    busy.seats.demand.x = busy.seats.demand.high = 200
+    for _ in range(100):
+        clock.now += 0.1
+        control.sample(clock.now)
+    control.adjust()
+    # others' targets are their lower limits (252 - 12 seats), busy's 200: fair = 600 / 440
+    assert busy.current == round(200 * 600 / 440)
+    assert busy.current > before
+    for name, level in control.levels.items():
+        if name not in ("global-default", "exempt"):
+            assert level.minimum <= level.current <= level.maximum
+    assert sum(level.current for level in control.levels.values()) == pytest.approx(600, abs=5)

@@ -3,7 +3,8 @@ table and registry, the admission chain (built-in plugins, admission policies, w
 watch caches, the authenticator and authorizer, the CRD controller, the controller manager
 (namespace, ClusterRole aggregation, admission policy status, ServiceAccount and root CA
 controllers, run by the server that holds its Lease), the system namespaces, the bootstrap RBAC
-policy and the ASGI app. ``kubelite serve``, the tests'
+policy, API Priority and Fairness (its bootstrap configuration and the flow controller that
+follows it) and the ASGI app. ``kubelite serve``, the tests'
 in-process servers and the testing plugin all use it, so each runs exactly what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
@@ -146,7 +147,8 @@ async def assemble(
     request is the administrator's, and no service account tokens are issued);
     ``service_ranges`` the Service IP and node port ranges (default kube's); ``metrics``:
     serve ``/metrics`` and time the store's calls; ``audit``: the audit log (its opener
-    closes it); ``limits`` the max-in-flight and request timeout limits (default kube's). The
+    closes it); ``limits`` the in-flight limits (the seats of API Priority and Fairness, unless it
+    is disabled) and the request timeout (default kube's). The
     request log line is on when debug logging is. ``ca_pem``: the CA that signs the serving
     certificate, published in every namespace as ConfigMap ``kube-root-ca.crt`` (None: no
     publisher). ``leader_election``: the Lease's durations (default kube's; on a store only

@@ -41,7 +41,13 @@ from kubelite.server.flowcontrol.matching import (
     distinguisher,
     groups_only,
 )
-from kubelite.server.flowcontrol.queueset import Clock, QueueSet, Seats, flow_hash
+from kubelite.server.flowcontrol.queueset import (
+    SAMPLE_SECONDS,
+    Clock,
+    QueueSet,
+    Seats,
+    flow_hash,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +76,14 @@ class Level:
     maximum: int = 0
     current: int = 0
     stats: DemandStats = field(default_factory=DemandStats)
+    #: never limited, only counted
+    exempt: bool = field(init=False)
+    #: its requests queue (its flow is hashed)
+    queuing: bool = field(init=False)
 
-    @property
-    def exempt(self) -> bool:
-        return isinstance(self.seats, Seats) and self.seats.exempt
-
-    @property
-    def queuing(self) -> bool:
-        return isinstance(self.seats, QueueSet)
+    def __post_init__(self) -> None:
+        self.exempt = isinstance(self.seats, Seats) and self.seats.exempt
+        self.queuing = isinstance(self.seats, QueueSet)
 
 
 @dataclass(eq=False)
@@ -93,6 +99,7 @@ class Schema:
     matches: Matcher
     headers: tuple[tuple[bytes, bytes], ...]
     #: the groups whose members match whatever they ask, when that is all the schema says
+    #: (and its level does not queue: such a schema is classified without its flow)
     groups: frozenset[str] | None = None
 
     def flow(self, user: User, info: RequestInfo) -> int:
@@ -217,6 +224,8 @@ class FlowControl:
         self.nominal_sum = 0
         #: requests refused, by (priority level, flow schema, reason)
         self.rejected: dict[tuple[str, str, str], int] = {}
+        #: when the seat demand was last sampled, and when it is next
+        self.sampled = self.next_sample = clock()
         self.digest([], [])
 
     # -- the request path ------------------------------------------------------------------------
@@ -281,6 +290,7 @@ class FlowControl:
         self._limits(new)
         self.levels = new
         self.schemas = digested
+        self._demands = [level.seats.demand for level in new.values()]
         self._classified: dict[tuple[Any, ...], tuple[Schema, int]] = {}
         return updates
 
@@ -318,7 +328,7 @@ class FlowControl:
             method=method,
             matches=compile_schema(spec),
             headers=((PL_HEADER, level.uid.encode()), (FS_HEADER, uid.encode())),
-            groups=groups_only(spec),
+            groups=None if level.queuing else groups_only(spec),
         )
 
     def _limits(self, levels: dict[str, Level]) -> None:
@@ -347,13 +357,22 @@ class FlowControl:
 
     # -- borrowing -------------------------------------------------------------------------------
 
-    def sample(self) -> None:
-        """Sample every level's seat demand (ten times a second)."""
-        for level in self.levels.values():
-            level.seats.demand.sample()
+    def sample(self, now: float) -> None:
+        """Integrate every level's seat demand since the last sample, as if it had been what
+        it is now (called by the filter once :attr:`next_sample` has passed)."""
+        dt = now - self.sampled
+        self.sampled = now
+        self.next_sample = now + SAMPLE_SECONDS
+        for demand in self._demands:
+            x = demand.x
+            if x:
+                demand.total += x * dt
+                demand.total_sq += x * x * dt
+            demand.elapsed += dt
 
     def adjust(self) -> None:
         """The periodic borrowing adjustment (every 10 s)."""
+        self.sample(self.clock())
         self._borrow(self.levels)
 
     def _borrow(self, levels: dict[str, Level]) -> None:

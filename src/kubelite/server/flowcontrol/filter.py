@@ -99,7 +99,12 @@ def with_priority_and_fairness(
         dropped.record(level)
         await too_many_requests(send, str(dropped.retry_after(level)).encode())
 
+    clock = control.clock
+
     async def apf(request: Request, send: Send) -> None:
+        now = clock()
+        if now >= control.next_sample:
+            control.sample(now)
         info = request.info
         schema, flow = control.classify(request.user, info)
         request.extra_headers = schema.headers

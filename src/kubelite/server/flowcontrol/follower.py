@@ -6,7 +6,7 @@ kube-apiserver's APF config controller has), and the work around them:
 - each schema's ``Dangling`` condition is written when it should change (``status`` patched as
   ``api-priority-and-fairness-config-consumer-v1``, in the background);
 - every 10 s, the borrowing adjustment (:meth:`FlowControl.adjust`), from the levels' seat
-  demand sampled ten times a second;
+  demand since the last one;
 - every minute, the bootstrap configuration is ensured again (kube's ``priority-and-fairness-
   config-producer`` post-start hook): the caller hands in what ensures it.
 """
@@ -23,7 +23,6 @@ from kubelite.api.errors import APIError
 from kubelite.api.following import StoreFollower
 from kubelite.api.registry import Registry
 from kubelite.server.flowcontrol.config import FlowControl
-from kubelite.server.flowcontrol.queueset import SAMPLE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +88,6 @@ class ConfigFollower(StoreFollower):
         self._background = [
             loop.create_task(self._write_statuses(), name="kubelite-flowcontrol-status"),
             loop.create_task(self._every(ADJUST_SECONDS, self._adjust), name="kubelite-apf-borrow"),
-            loop.create_task(self._sample(), name="kubelite-apf-demand"),
         ]
         if self.ensure is not None:
             self._background.append(
@@ -119,11 +117,6 @@ class ConfigFollower(StoreFollower):
 
     async def _adjust(self) -> None:
         self.control.adjust()
-
-    async def _sample(self) -> None:
-        while True:
-            await asyncio.sleep(SAMPLE_SECONDS)
-            self.control.sample()
 
     async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
         while True:

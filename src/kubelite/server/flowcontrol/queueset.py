@@ -48,7 +48,7 @@ from kubelite.api.shufflesharding import deal
 #: estimatedServiceDuration: the virtual service time of one request's seat, in seconds
 G = 0.003
 RECEIVING, WAITING, EXECUTING, DONE = 0, 1, 2, 3
-#: how often each level's seat demand is sampled
+#: how often, at most, the levels' seat demand is sampled
 SAMPLE_SECONDS = 0.1
 
 Clock = Callable[[], float]
@@ -100,37 +100,33 @@ class Queue:
 
 class SeatDemand:
     """A level's seat demand (seats in use plus seats waiting: ``x``), its peak since the last
-    reset, and samples of it for its average and deviation, which kube's
-    ``fairqueuing.Integrator`` integrates at every change. Here the request path only moves
-    ``x`` and the peak (integer work, no clock), and :meth:`sample` is called ten times a second
-    (:data:`SAMPLE_SECONDS`): the same mean and deviation, to within the sampling, at no cost
-    per request. :meth:`reset` hands them to the borrowing adjustment."""
+    reset, and its time-weighted moments, which kube's ``fairqueuing.Integrator`` integrates at
+    every change. Here the request path only moves ``x`` and the peak (integer work, no clock),
+    and :meth:`FlowControl.sample` integrates every level's ``x`` at most every
+    :data:`SAMPLE_SECONDS`, from the next request after (one clock read per request), and before
+    each borrowing adjustment: the same average and deviation, to within the sampling, at no
+    cost per request and none while the server is idle. :meth:`reset` hands them to the
+    borrowing adjustment."""
 
-    __slots__ = ("count", "high", "total", "total_sq", "x")
+    __slots__ = ("elapsed", "high", "total", "total_sq", "x")
 
     def __init__(self) -> None:
         self.x = 0
         self.high = 0
-        self.count = 0
-        self.total = self.total_sq = 0.0
-
-    def sample(self) -> None:
-        x = self.x
-        self.count += 1
-        self.total += x
-        self.total_sq += x * x
+        self.elapsed = self.total = self.total_sq = 0.0
 
     def reset(self) -> tuple[float, float, float, float]:
         """(duration, average, standard deviation, maximum) since the last reset."""
-        self.sample()
-        count, high = self.count, float(self.high)
-        average = self.total / count
-        variance = self.total_sq / count - average * average
-        deviation = math.sqrt(variance) if variance >= 0 else math.nan
-        self.count = 0
-        self.total = self.total_sq = 0.0
+        duration, high = self.elapsed, float(self.high)
+        if duration > 0:
+            average = self.total / duration
+            variance = self.total_sq / duration - average * average
+            deviation = math.sqrt(variance) if variance >= 0 else math.nan
+        else:
+            average = deviation = math.nan
+        self.elapsed = self.total = self.total_sq = 0.0
         self.high = self.x
-        return count * SAMPLE_SECONDS, average, deviation, high
+        return duration, average, deviation, high
 
 
 class Seats(SeatDemand):
