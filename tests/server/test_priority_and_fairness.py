@@ -33,13 +33,6 @@ FS_HEADER = "x-kubernetes-pf-flowschema-uid"
 TOO_MANY = b"Too many requests, please try again later.\n"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    s = start_server(tmp_path_factory.mktemp("apf") / "data")
-    yield s
-    stop_server(s)
-
-
 def account(server: Server, name: str) -> str:
     """A ServiceAccount of ``default`` that may edit the namespace, and a token of it."""
     code, body = server.request("POST", "/api/v1/namespaces/default/serviceaccounts",

@@ -196,12 +196,11 @@ async def assemble(
     if limits.priority_and_fairness:
         await ensure_flowcontrol_bootstrap(registry, catalogue)
         flow_control = ConfigFollower(
-            registry,
-            flow_schema_info(catalogue),
-            priority_level_info(catalogue),
+            registry, flow_schema_info(catalogue), priority_level_info(catalogue),
             FlowControl(limits.server_concurrency, mandatory()),
-            lambda: ensure_flowcontrol_bootstrap(registry, catalogue),
-        )
+        )  # fmt: skip
+        held = flow_control.held
+        flow_control.ensure = lambda: ensure_flowcontrol_bootstrap(registry, catalogue, held)
         await flow_control.start()
         if api_metrics is not None:
             api_metrics.registry.register(FlowControlGauges(flow_control.control))

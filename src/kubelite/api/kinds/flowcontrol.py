@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
@@ -224,9 +225,17 @@ def mandatory_spec(kind: str, name: str) -> Obj | None:
 # -- the ensurer ---------------------------------------------------------------------------------
 
 
-async def ensure_flowcontrol_bootstrap(registry: Registry, catalogue: Catalogue) -> None:
-    """One round of the config producer: suggested, mandatory, then unwanted objects."""
+Held = Mapping[str, Mapping[str, Obj]]
+
+
+async def ensure_flowcontrol_bootstrap(
+    registry: Registry, catalogue: Catalogue, held: Held | None = None
+) -> None:
+    """One round of the config producer: suggested, mandatory, then unwanted objects. ``held``:
+    the objects as a follower of the two kinds holds them (by plural, then name), read instead
+    of the store, as kube's producer reads its informers' caches; None: read the store."""
     schemas, levels = flow_schema_info(catalogue), priority_level_info(catalogue)
+    reads = _Reads(registry, held)
     for info, objects, always in (
         (schemas, suggested_schemas(), False),
         (levels, suggested_levels(), False),
@@ -235,12 +244,35 @@ async def ensure_flowcontrol_bootstrap(registry: Registry, catalogue: Catalogue)
     ):
         # the objects of one list are independent: written at once (the store commits them
         # together), one list after the other as kube does
-        await asyncio.gather(*(_ensure(registry, info, b, always) for b in objects))
+        await asyncio.gather(*(_ensure(reads, info, b, always) for b in objects))
     for info, objects in (
         (schemas, [*mandatory_schemas(), *suggested_schemas()]),
         (levels, [*mandatory_levels(), *suggested_levels()]),
     ):
-        await _remove_unwanted(registry, info, {o["metadata"]["name"] for o in objects})
+        await _remove_unwanted(reads, info, {o["metadata"]["name"] for o in objects})
+
+
+class _Reads:
+    """Where the producer reads the objects: a follower's, else the store."""
+
+    def __init__(self, registry: Registry, held: Held | None) -> None:
+        self.registry, self.held = registry, held
+
+    async def get(self, info: ResourceInfo, name: str) -> Obj | None:
+        if self.held is not None:
+            return self.held[info.plural].get(name)
+        try:
+            return await self.registry.get(info, None, name)
+        except APIError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    async def list(self, info: ResourceInfo) -> list[Obj]:
+        if self.held is not None:
+            return list(self.held[info.plural].values())
+        items: list[Obj] = (await self.registry.list(info, None))["items"]
+        return items
 
 
 def _parse_bool(value: Any) -> bool | None:
@@ -279,22 +311,20 @@ def revise(info: ResourceInfo, current: Obj, bootstrap: Obj, always: bool) -> Ob
     return revised
 
 
-async def _ensure(registry: Registry, info: ResourceInfo, bootstrap: Obj, always: bool) -> None:
+async def _ensure(reads: _Reads, info: ResourceInfo, bootstrap: Obj, always: bool) -> None:
     name = bootstrap["metadata"]["name"]
+    registry = reads.registry
     try:
         for _ in range(3):  # created or deleted meanwhile: look again
-            try:
-                current = await registry.get(info, None, name)
-            except APIError as exc:
-                if exc.code != 404:
-                    raise
+            current = await reads.get(info, name)
+            if current is None:
                 try:
                     await registry.create(info, None, clone(bootstrap), field_manager=PRODUCER)
                     log.debug("APF bootstrap: created %s %s", info.kind, name)
                     return
                 except APIError as created:
-                    if created.reason != "AlreadyExists":
-                        raise
+                    if created.reason != "AlreadyExists" or reads.held is not None:
+                        raise  # (a follower behind the store: the next round sees it)
                     continue
             revised = revise(info, current, bootstrap, always)
             if revised is None:
@@ -307,14 +337,14 @@ async def _ensure(registry: Registry, info: ResourceInfo, bootstrap: Obj, always
                     raise
             return
     except APIError as exc:
-        log.warning("APF bootstrap: %s %s: %s", info.kind, name, exc)
+        if exc.reason != "AlreadyExists":
+            log.warning("APF bootstrap: %s %s: %s", info.kind, name, exc)
 
 
-async def _remove_unwanted(registry: Registry, info: ResourceInfo, wanted: set[str]) -> None:
+async def _remove_unwanted(reads: _Reads, info: ResourceInfo, wanted: set[str]) -> None:
     """RemoveUnwantedObjects: a stored object annotated autoupdate ``true`` that the bootstrap
     configuration no longer has is deleted."""
-    listing = await registry.list(info, None)
-    for obj in listing["items"]:
+    for obj in await reads.list(info):
         meta = obj.get("metadata") or {}
         name = meta.get("name")
         if (
@@ -323,7 +353,7 @@ async def _remove_unwanted(registry: Registry, info: ResourceInfo, wanted: set[s
         ):
             continue
         try:
-            await registry.delete(info, None, str(name))
+            await reads.registry.delete(info, None, str(name))
         except APIError as exc:
             if exc.code != 404:
                 log.warning("APF bootstrap: deleting %s %s: %s", info.kind, name, exc)

@@ -8,7 +8,8 @@ kube-apiserver's APF config controller has), and the work around them:
 - every 10 s, the borrowing adjustment (:meth:`FlowControl.adjust`), from the levels' seat
   demand since the last one;
 - every minute, the bootstrap configuration is ensured again (kube's ``priority-and-fairness-
-  config-producer`` post-start hook): the caller hands in what ensures it.
+  config-producer`` post-start hook), reading the objects this follower holds (as kube's reads
+  its informers'): the caller hands in what ensures it.
 """
 
 from __future__ import annotations

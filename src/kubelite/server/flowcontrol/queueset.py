@@ -22,8 +22,9 @@ for every request, so a request's work is one seat for ``G`` = 3 ms of virtual s
 
 **Bodies are read before a seat is taken (a deviation from kube).** kube-apiserver reads a
 request's body inside its handler, so a client that sends its body slowly (or never) holds a
-seat until the request timeout: 400 stalled bodies from one user took every mutating seat of
-the server and every other user's writes got 429 for a minute. Here a request that has a body
+seat until the request timeout: 400 stalled bodies from one user hold every seat of its level
+(under the max-in-flight limits, every mutating slot of the server), and every other user of
+the level waits, then gets 429, for a minute. Here a request that has a body
 first takes a *place* in its queue (:meth:`QueueSet.arrive` with ``receiving``), holds it while
 its body arrives (bounded by the request timeout and the 3 MiB body limit), and only then waits
 for a seat like any queued request. Places are bounded per queue by ``queue_length_limit`` (a
