@@ -194,14 +194,20 @@ async def assemble(
     limits = limits or Limits()
     flow_control = None
     if limits.priority_and_fairness:
-        await ensure_flowcontrol_bootstrap(registry, catalogue)
         flow_control = ConfigFollower(
             registry, flow_schema_info(catalogue), priority_level_info(catalogue),
             FlowControl(limits.server_concurrency, mandatory()),
         )  # fmt: skip
         held = flow_control.held
-        flow_control.ensure = lambda: ensure_flowcontrol_bootstrap(registry, catalogue, held)
+
+        async def ensure() -> None:
+            await ensure_flowcontrol_bootstrap(registry, catalogue, held)
+
+        flow_control.ensure = ensure
         await flow_control.start()
+        # the config producer's first round, from what was listed; served once in force
+        written = await ensure_flowcontrol_bootstrap(registry, catalogue, held)
+        await flow_control.settle(written)
         if api_metrics is not None:
             api_metrics.registry.register(FlowControlGauges(flow_control.control))
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)

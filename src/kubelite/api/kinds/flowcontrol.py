@@ -230,10 +230,11 @@ Held = Mapping[str, Mapping[str, Obj]]
 
 async def ensure_flowcontrol_bootstrap(
     registry: Registry, catalogue: Catalogue, held: Held | None = None
-) -> None:
+) -> dict[str, int]:
     """One round of the config producer: suggested, mandatory, then unwanted objects. ``held``:
     the objects as a follower of the two kinds holds them (by plural, then name), read instead
-    of the store, as kube's producer reads its informers' caches; None: read the store."""
+    of the store, as kube's producer reads its informers' caches; None: read the store.
+    Returns the newest revision written of each kind it wrote."""
     schemas, levels = flow_schema_info(catalogue), priority_level_info(catalogue)
     reads = _Reads(registry, held)
     for info, objects, always in (
@@ -250,13 +251,20 @@ async def ensure_flowcontrol_bootstrap(
         (levels, [*mandatory_levels(), *suggested_levels()]),
     ):
         await _remove_unwanted(reads, info, {o["metadata"]["name"] for o in objects})
+    return reads.written
 
 
 class _Reads:
-    """Where the producer reads the objects: a follower's, else the store."""
+    """Where the producer reads the objects (a follower's, else the store), and the revisions
+    it wrote."""
 
     def __init__(self, registry: Registry, held: Held | None) -> None:
         self.registry, self.held = registry, held
+        self.written: dict[str, int] = {}
+
+    def wrote(self, info: ResourceInfo, obj: Obj) -> None:
+        revision = int(obj["metadata"]["resourceVersion"])
+        self.written[info.plural] = max(self.written.get(info.plural, 0), revision)
 
     async def get(self, info: ResourceInfo, name: str) -> Obj | None:
         if self.held is not None:
@@ -319,7 +327,10 @@ async def _ensure(reads: _Reads, info: ResourceInfo, bootstrap: Obj, always: boo
             current = await reads.get(info, name)
             if current is None:
                 try:
-                    await registry.create(info, None, clone(bootstrap), field_manager=PRODUCER)
+                    created_obj = await registry.create(
+                        info, None, clone(bootstrap), field_manager=PRODUCER
+                    )
+                    reads.wrote(info, created_obj)
                     log.debug("APF bootstrap: created %s %s", info.kind, name)
                     return
                 except APIError as created:
@@ -330,7 +341,10 @@ async def _ensure(reads: _Reads, info: ResourceInfo, bootstrap: Obj, always: boo
             if revised is None:
                 return
             try:
-                await registry.update(info, None, name, revised, field_manager=PRODUCER)
+                updated, _ = await registry.update(
+                    info, None, name, revised, field_manager=PRODUCER
+                )
+                reads.wrote(info, updated)
                 log.debug("APF bootstrap: updated %s %s", info.kind, name)
             except APIError as exc:
                 if exc.code not in (404, 409):  # changed meanwhile: the next round sees it

@@ -57,6 +57,7 @@ class ConfigFollower(StoreFollower):
         self.ensure = ensure
         self.held: dict[str, dict[str, Obj]] = {schemas.plural: {}, levels.plural: {}}
         self._ready = False
+        self._pending = False
         self._statuses: dict[str, Obj] = {}
         self._wake = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
@@ -76,8 +77,11 @@ class ConfigFollower(StoreFollower):
         return name in self.held[plural]
 
     def changed(self, plural: str) -> None:
-        if self._ready:
-            self.digest()
+        """Digest soon: the changes of one burst (the bootstrap objects created, their status
+        written) are digested once."""
+        if self._ready and not self._pending:
+            self._pending = True
+            asyncio.get_running_loop().call_soon(self.digest)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -104,7 +108,14 @@ class ConfigFollower(StoreFollower):
         self._background = []
         await super().close()
 
+    async def settle(self, revisions: dict[str, int]) -> None:
+        """Return once the writes up to ``revisions`` (by plural) are held and digested."""
+        for plural, revision in revisions.items():
+            await self.caught_up(plural, "", "", revision)
+        self.digest()
+
     def digest(self) -> None:
+        self._pending = False
         updates = self.control.digest(
             list(self.held[self.schemas.plural].values()),
             list(self.held[self.levels.plural].values()),
