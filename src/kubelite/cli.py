@@ -6,7 +6,10 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from kubelite.server.overload import Limits
 
 # Each command imports what it needs when it runs: `kubelite serve` starts faster without the
 # client's HTTP stack, and `kubelite compact` without the server's.
@@ -439,7 +442,7 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
 
 
-def _limits_error(limits: Any) -> str:
+def _limits_error(limits: Limits) -> str:
     """kube-apiserver's checks of the in-flight limits, as one line ('' when they hold)."""
     for flag, value in (
         ("--max-requests-inflight", limits.max_requests_inflight),
