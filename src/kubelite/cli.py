@@ -6,7 +6,10 @@ import argparse
 import logging
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from kubelite.server.overload import Limits
 
 # Each command imports what it needs when it runs: `kubelite serve` starts faster without the
 # client's HTTP stack, and `kubelite compact` without the server's.
@@ -101,14 +104,27 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--max-requests-inflight",
         type=int,
-        default=800,
-        help="read-only requests served at once, beyond which 429 (0: no limit; watches exempt)",
+        default=400,
+        help="with priority and fairness, summed with --max-mutating-requests-inflight into the "
+        "server's concurrency limit; without, the read-only requests served at once, beyond "
+        "which 429 (0: no limit; watches exempt)",
     )
     s.add_argument(
         "--max-mutating-requests-inflight",
         type=int,
-        default=400,
-        help="mutating requests served at once, beyond which 429 (0: no limit)",
+        default=200,
+        help="with priority and fairness, summed with --max-requests-inflight; without, the "
+        "mutating requests served at once, beyond which 429 (0: no limit)",
+    )
+    s.add_argument(
+        "--enable-priority-and-fairness",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="true: API Priority and Fairness (FlowSchemas, priority levels, fair queuing per "
+        "user); false: the max-in-flight limits",
     )
     s.add_argument(
         "--request-timeout",
@@ -243,6 +259,16 @@ def main(argv: list[str] | None = None) -> int:
             except FaultSpecError as exc:
                 print(f"kubelite: --inject {args.inject!r}: {exc}", file=sys.stderr)
                 return 2
+        limits = Limits(
+            args.max_requests_inflight,
+            args.max_mutating_requests_inflight,
+            args.request_timeout,
+            args.enable_priority_and_fairness,
+        )
+        limits_error = _limits_error(limits)
+        if limits_error:
+            print(f"kubelite: {limits_error}", file=sys.stderr)
+            return 2
         election = ElectionConfig(
             args.leader_elect_lease_duration,
             args.leader_elect_renew_deadline,
@@ -267,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics=args.metrics,
             audit_log_path=args.audit_log_path,
             audit_policy_file=args.audit_policy_file,
-            limits=Limits(
-                args.max_requests_inflight,
-                args.max_mutating_requests_inflight,
-                args.request_timeout,
-            ),
+            limits=limits,
             authorization_mode=args.authorization_mode,
             leader_election=election,
             history_retention=args.history_retention,
@@ -413,6 +435,32 @@ def _duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (e.g. 1m0s, 30s, 500ms)")
     return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _bool(text: str) -> bool:
+    """A boolean flag's value as Go's strconv.ParseBool reads it."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
+
+
+def _limits_error(limits: Limits) -> str:
+    """kube-apiserver's checks of the in-flight limits, as one line ('' when they hold)."""
+    for flag, value in (
+        ("--max-requests-inflight", limits.max_requests_inflight),
+        ("--max-mutating-requests-inflight", limits.max_mutating_requests_inflight),
+    ):
+        if value < 0:
+            return f"{flag} can not be negative value"
+    if limits.priority_and_fairness and limits.server_concurrency <= 0:
+        return (
+            f"invalid configuration: MaxRequestsInFlight={limits.max_requests_inflight} and "
+            f"MaxMutatingRequestsInFlight={limits.max_mutating_requests_inflight}; they must add "
+            "up to something positive (or pass --enable-priority-and-fairness=false)"
+        )
+    return ""
 
 
 def _retention(text: str) -> object:

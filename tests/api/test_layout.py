@@ -25,6 +25,8 @@ EXEMPT = {
     "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
     # RBAC's subjects are named by kind: User, Group, ServiceAccount
     "api/rbac.py": "a binding subject's kind (ServiceAccount), not a resource check",
+    "server/flowcontrol/matching.py": "a FlowSchema subject's kind (ServiceAccount) and its "
+    "rules' `namespaces` field, not resource checks",
     "api/rbacindex.py": "the RBAC authorizer holds RBAC's own kinds and their roleRef kinds",
     "server/impersonation.py": "kube's impersonation requests: users, groups, serviceaccounts",
     "api/webhooks": "admission webhooks follow their configuration kinds; a Namespace's labels",

@@ -166,3 +166,21 @@ def test_a_tls_san_that_is_no_name_is_one_line(tmp_path: Path) -> None:
         "internationalized name in its xn-- form)"
     )
     assert not data.exists()  # refused before anything was made
+
+
+def test_in_flight_limits_that_cannot_work_are_one_line(tmp_path: Path) -> None:
+    """kube-apiserver's checks of --max-requests-inflight and --max-mutating-requests-inflight:
+    neither negative, and with priority and fairness a positive sum (its seats)."""
+    cases = [
+        (["--max-requests-inflight", "-1"],
+         "kubelite: --max-requests-inflight can not be negative value"),
+        (["--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"],
+         "kubelite: invalid configuration: MaxRequestsInFlight=0 and "
+         "MaxMutatingRequestsInFlight=0; they must add up to something positive (or pass "
+         "--enable-priority-and-fairness=false)"),
+    ]  # fmt: skip
+    for args, line in cases:
+        result = kubelite("serve", *args, "--data-dir", str(tmp_path / "d"))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == line
+        assert not (tmp_path / "d").exists()

@@ -18,6 +18,7 @@ from kubelite.server.filters import (
     RequestLog,
     build_chain,
 )
+from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.handlers import Handlers
 from kubelite.server.healthz import Health
 from kubelite.server.messages import Receive, Request, Scope, Send
@@ -42,6 +43,7 @@ class KubeliteApp:
         health: Health | None = None,
         shutting_down: asyncio.Event | None = None,
         faults: Faults | None = None,
+        flow_control: FlowControl | None = None,
     ) -> None:
         self.registry = registry
         self.catalogue = catalogue
@@ -62,6 +64,7 @@ class KubeliteApp:
             request_log=request_log,
             limits=limits,
             faults=faults,
+            flow_control=flow_control,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -3,7 +3,8 @@ table and registry, the admission chain (built-in plugins, admission policies, w
 watch caches, the authenticator and authorizer, the CRD controller, the controller manager
 (namespace, ClusterRole aggregation, admission policy status, ServiceAccount and root CA
 controllers, run by the server that holds its Lease), the system namespaces, the bootstrap RBAC
-policy and the ASGI app. ``kubelite serve``, the tests'
+policy, API Priority and Fairness (its bootstrap configuration and the flow controller that
+follows it) and the ASGI app. ``kubelite serve``, the tests'
 in-process servers and the testing plugin all use it, so each runs exactly what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
@@ -34,6 +35,12 @@ from kubelite.api.controllers.serviceaccounts import ServiceAccountController
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.allocation import ServiceRanges
 from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
+from kubelite.api.kinds.flowcontrol import (
+    ensure_flowcontrol_bootstrap,
+    flow_schema_info,
+    mandatory,
+    priority_level_info,
+)
 from kubelite.api.kinds.namespaces import (
     NamespaceLifecycleAdmission,
     ensure_system_namespaces,
@@ -55,6 +62,9 @@ from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookS
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec
+from kubelite.server.flowcontrol.config import FlowControl
+from kubelite.server.flowcontrol.follower import ConfigFollower
+from kubelite.server.flowcontrol.gauges import FlowControlGauges
 from kubelite.server.healthz import CheckFailed, Health
 from kubelite.server.httplog import request_logger
 from kubelite.server.metrics import APIMetrics
@@ -95,9 +105,13 @@ class Assembly:
     webhook_source: WebhookSource | None = None
     #: the faults injected into the API's answers (``--inject``), and their counts
     faults: Faults | None = None
+    #: API Priority and Fairness's configuration, followed from the store
+    flow_control: ConfigFollower | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.flow_control is not None:
+            await self.flow_control.close()
         if self.policies is not None:
             await self.policies.close()
         if self.rbac is not None:
@@ -133,7 +147,8 @@ async def assemble(
     request is the administrator's, and no service account tokens are issued);
     ``service_ranges`` the Service IP and node port ranges (default kube's); ``metrics``:
     serve ``/metrics`` and time the store's calls; ``audit``: the audit log (its opener
-    closes it); ``limits`` the max-in-flight and request timeout limits (default kube's). The
+    closes it); ``limits`` the in-flight limits (the seats of API Priority and Fairness, unless it
+    is disabled) and the request timeout (default kube's). The
     request log line is on when debug logging is. ``ca_pem``: the CA that signs the serving
     certificate, published in every namespace as ConfigMap ``kube-root-ca.crt`` (None: no
     publisher). ``leader_election``: the Lease's durations (default kube's; on a store only
@@ -176,6 +191,25 @@ async def assemble(
     await ensure_kubernetes_service(registry, catalogue, ranges)
     await ensure_system_priority_classes(registry, catalogue)
     await ensure_bootstrap_policy(registry, catalogue)
+    limits = limits or Limits()
+    flow_control = None
+    if limits.priority_and_fairness:
+        flow_control = ConfigFollower(
+            registry, flow_schema_info(catalogue), priority_level_info(catalogue),
+            FlowControl(limits.server_concurrency, mandatory()),
+        )  # fmt: skip
+        held = flow_control.held
+
+        async def ensure() -> None:
+            await ensure_flowcontrol_bootstrap(registry, catalogue, held)
+
+        flow_control.ensure = ensure
+        await flow_control.start()
+        # the config producer's first round, from what was listed; served once in force
+        written = await ensure_flowcontrol_bootstrap(registry, catalogue, held)
+        await flow_control.settle(written)
+        if api_metrics is not None:
+            api_metrics.registry.register(FlowControlGauges(flow_control.control))
     # admission webhooks: last in each phase, after the admission policies (kube's plugin order)
     webhook_source = WebhookSource(registry, catalogue)
     await webhook_source.start()
@@ -229,6 +263,7 @@ async def assemble(
         health=Health.standard(backing, informers_synced, stopping),
         shutting_down=stopping,
         faults=injected,
+        flow_control=None if flow_control is None else flow_control.control,
     )
     return Assembly(
         backing,
@@ -247,6 +282,7 @@ async def assemble(
         policies,
         webhook_source,
         injected,
+        flow_control,
     )
 
 

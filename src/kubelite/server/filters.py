@@ -2,7 +2,8 @@
 DefaultBuildHandlerChain):
 
     audit init -> recovery -> request info -> http log -> metrics -> timeout -> authentication
-    -> audit -> max in flight -> authorization -> (injected delay) -> routes
+    -> audit -> impersonation -> priority and fairness (or max in flight) -> authorization
+    -> (injected delay) -> routes
 
 - **audit init** gives the request its audit ID (the client's ``Audit-ID`` header, else a new
   UUID) and receipt time, and returns the ID in every response's ``Audit-Id`` header
@@ -21,7 +22,9 @@ DefaultBuildHandlerChain):
   ``/readyz``, ``/version``) and refused with 401 elsewhere, or everywhere the authorizer
   allows it when anonymous requests are enabled.
 - **timeout** and **max in flight** are kube's overload limits
-  (:mod:`kubelite.server.overload`).
+  (:mod:`kubelite.server.overload`); **priority and fairness** takes the place of max in flight
+  when the app has a flow controller and the limits enable it (kube's default:
+  :mod:`kubelite.server.flowcontrol`).
 - **metrics**, **audit** and **authorization** are slots: each takes an object
   (:class:`Metrics`, :class:`Auditor`, :class:`Authorizer`) and passes requests through
   untouched when it has none. :mod:`.metrics` and :mod:`.audit` fill the first two.
@@ -49,6 +52,8 @@ from kubelite.api.rbac import forbidden
 from kubelite.api.request import RequestInfo
 from kubelite.api.selectors import SelectorError, parse_field_selector
 from kubelite.server.faults import Faults, with_injected_delay
+from kubelite.server.flowcontrol.config import FlowControl
+from kubelite.server.flowcontrol.filter import with_priority_and_fairness
 from kubelite.server.impersonation import with_impersonation
 from kubelite.server.messages import Request, Send, send_error
 from kubelite.server.overload import Limits, with_max_in_flight, with_timeout
@@ -135,7 +140,7 @@ def with_audit_init(inner: Handler) -> Handler:
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 request.status = int(message["status"])
-                message["headers"] = [*message.get("headers", ()), header]
+                message["headers"] = [*message.get("headers", ()), header, *request.extra_headers]
             await send(message)
 
         await inner(request, send_with_id)
@@ -405,12 +410,16 @@ def build_chain(
     request_log: RequestLog | None = None,
     limits: Limits | None = None,
     faults: Faults | None = None,
+    flow_control: FlowControl | None = None,
 ) -> Handler:
     """The whole chain around ``routes``, outermost first as listed in the module docstring."""
     limits = limits or Limits()
     handler = with_injected_delay(routes, faults)
     handler = with_authorization(handler, authorizer)
-    handler = with_max_in_flight(handler, limits)
+    if flow_control is not None and limits.priority_and_fairness:
+        handler = with_priority_and_fairness(handler, flow_control, limits.request_timeout)
+    else:
+        handler = with_max_in_flight(handler, limits)
     handler = with_impersonation(handler, authorizer)
     handler = with_audit(handler, auditor)
     handler = with_authentication(handler, authenticator, anonymous=anonymous)

@@ -78,6 +78,9 @@ class Request:
         self.impersonator: authn.User | None = None
         #: set by the audit-init filter: the ``Audit-Id`` this request's events and log line carry
         self.audit_id = ""
+        #: headers every response to this request carries (the API Priority and Fairness
+        #: filter's, added by the audit-init filter's ``send``)
+        self.extra_headers: tuple[tuple[bytes, bytes], ...] = ()
         #: the response's status code once its head is sent (0 before; the audit-init filter,
         #: outermost, sees every response start and sets it): filters read it instead of each
         #: wrapping ``send``

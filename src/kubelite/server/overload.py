@@ -1,10 +1,15 @@
-"""The two filters that keep one client from holding the server: kube-apiserver's max-in-flight
-limit (apiserver pkg/server/filters/maxinflight.go) and its timeout for requests that are not
-long-running (pkg/server/filters/timeout.go).
+"""The filters that keep one client from holding the server: kube-apiserver's limits
+(``--max-requests-inflight``, ``--max-mutating-requests-inflight``, 400 and 200 by default,
+pkg/server/config.go) and its timeout for requests that are not long-running
+(pkg/server/filters/timeout.go).
 
-- **max in flight**: at most ``max_requests_inflight`` read-only requests (get, list) and
-  ``max_mutating_requests_inflight`` others are served at once (kube's defaults 800 and 400;
-  0 turns a limit off). Long-running requests (watches) are not counted. A request over its
+With API Priority and Fairness (kube's default since 1.20, ``--enable-priority-and-fairness``)
+the two limits are summed into the server's concurrency limit, which :mod:`.flowcontrol` shares
+among the priority levels. Without it (or in an app built without a flow controller):
+
+- **max in flight** (pkg/server/filters/maxinflight.go): at most ``max_requests_inflight``
+  read-only requests (get, list) and ``max_mutating_requests_inflight`` others are served at
+  once (0 turns a limit off). Long-running requests (watches) are not counted. A request over its
   limit is answered 429 ``Too many requests, please try again later.`` (text/plain, as Go's
   ``http.Error``) with ``Retry-After: 1``; except that a ``system:masters`` user is always
   served (kube: "a super-admin or a loopback connection"), though it does take a slot.
@@ -40,12 +45,18 @@ TOO_MANY = b"Too many requests, please try again later.\n"
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """kube-apiserver's ``--max-requests-inflight``, ``--max-mutating-requests-inflight`` and
-    ``--request-timeout`` (seconds; 0 turns it off)."""
+    """kube-apiserver's ``--max-requests-inflight``, ``--max-mutating-requests-inflight``,
+    ``--request-timeout`` (seconds; 0 turns it off) and ``--enable-priority-and-fairness``."""
 
-    max_requests_inflight: int = 800
-    max_mutating_requests_inflight: int = 400
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
     request_timeout: float = 60.0
+    priority_and_fairness: bool = True
+
+    @property
+    def server_concurrency(self) -> int:
+        """The concurrency limit API Priority and Fairness shares among its levels."""
+        return self.max_requests_inflight + self.max_mutating_requests_inflight
 
 
 def long_running(info: RequestInfo) -> bool:
@@ -88,7 +99,7 @@ def with_max_in_flight(inner: Handler, limits: Limits) -> Handler:
     return limit
 
 
-async def too_many_requests(send: Send) -> None:
+async def too_many_requests(send: Send, retry_after: bytes = RETRY_AFTER) -> None:
     """kube's ``tooManyRequests``: ``Retry-After`` then Go's ``http.Error``."""
     await send(
         {
@@ -97,7 +108,7 @@ async def too_many_requests(send: Send) -> None:
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(TOO_MANY)).encode()),
-                (b"retry-after", RETRY_AFTER),
+                (b"retry-after", retry_after),
                 (b"x-content-type-options", b"nosniff"),
             ],
         }

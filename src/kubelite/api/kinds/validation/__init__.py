@@ -7,6 +7,7 @@ from kubelite.api.kinds.validation import (
     admissionpolicies,
     batch,
     configdata,
+    flowcontrol,
     networking,
     pods,
     podupdate,
@@ -25,4 +26,5 @@ MODULES = (
     networking,
     rbac,
     admissionpolicies,
+    flowcontrol,
 )
