@@ -1,19 +1,110 @@
-"""Fixtures: a real ``kubelite serve --port 0`` per test, in a temp dir, on the storage backend
-chosen with ``--storage-backend`` (tests/conftest.py)."""
+"""Fixtures: ``server``, a namespace of the test's own on the worker's shared in-process server,
+or a server of its own for a test marked ``@pytest.mark.fresh_server``; on the storage backend
+chosen with ``--storage-backend`` (tests/conftest.py).
+
+A test gets a server of its own when it changes what other tests on the shared server would
+see or be affected by (cluster-scoped state such as admission configurations matching every
+namespace, Nodes, the namespaces' list, compaction, the ``kubernetes`` Service), needs options
+the shared server does not have (the marker's keyword arguments are
+:class:`~kubelite.server.serve.ServeOptions` fields), or asserts on the server's whole state or
+counters. Tests that signal, kill or restart a server, or pass it command-line options, start a
+``kubelite serve`` subprocess of their own (``harness.start_server``).
+"""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import (
+    Server,
+    start_in_process,
+    start_server,
+    stop_server,
+    wait_for_namespace_defaults,
+)
+
+from kubelite.testing.plugin import namespace_name
+
+MARKER = "fresh_server"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-@pytest.fixture
-def server(tmp_path: Path, storage_url: str | None) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data", storage_url)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(subprocess=False, **options): the server fixture is a server of the "
+        "test's own, not a namespace on the shared one: in this process (options: ServeOptions "
+        "fields), or a kubelite serve subprocess",
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory, storage_backend: str, request: pytest.FixtureRequest
+) -> Iterator[Server]:
+    """The worker's shared server, in this process (each xdist worker has its own): over SQLite,
+    or over the session's etcd under a prefix of its own."""
+    storage = None
+    if storage_backend == "etcd":
+        storage = f"{request.getfixturevalue('etcd').url}?prefix=/api/shared-{uuid.uuid4().hex}"
+    srv = start_in_process(tmp_path_factory.mktemp("shared") / "data", storage)
     try:
         yield srv
     finally:
         stop_server(srv)
+
+
+def _check(srv: Server) -> None:
+    assert srv.in_process is not None
+    failure = srv.in_process.failure()
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is not None:
+        storage = request.getfixturevalue("storage_url")
+        options = dict(marker.kwargs)
+        if options.pop("subprocess", False):
+            assert not options, f"a subprocess server takes no ServeOptions: {options}"
+            srv = start_server(tmp_path / "data", storage)
+        else:
+            srv = start_in_process(tmp_path / "data", storage, **options)
+        try:
+            yield srv
+        finally:
+            stop_server(srv)
+        return
+    shared: Server = request.getfixturevalue("shared_server")
+    _check(shared)
+    namespace = namespace_name(request.node.name)
+    code, body = shared.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    assert code == 201, body
+    wait_for_namespace_defaults(shared, namespace)
+    try:
+        yield shared.in_namespace(namespace, tmp_path)
+        _check(shared)
+    finally:
+        remove_custom_resource_definitions(shared)
+        shared.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def remove_custom_resource_definitions(srv: Server) -> None:
+    """Delete the CRDs a test made on the shared server (which has none of its own), and wait
+    until they are gone: the next test may define the same kinds with other schemas."""
+    code, crds = srv.request("GET", CRDS)
+    assert code == 200, crds
+    names = [crd["metadata"]["name"] for crd in crds["items"]]  # type: ignore[union-attr, index]
+    for name in names:
+        srv.request("DELETE", f"{CRDS}/{name}")
+    deadline = time.monotonic() + 30
+    while names:
+        assert time.monotonic() < deadline, f"CRDs {names} were never removed"
+        time.sleep(0.02)
+        names = [name for name in names if srv.request("GET", f"{CRDS}/{name}")[0] != 404]

@@ -39,7 +39,7 @@ def raw_request(
     content_type: str = "application/json",
     token: str | None = "default",
 ) -> tuple[int, dict[str, str], bytes]:
-    req = urllib.request.Request(server.url + path, data=body, method=method)
+    req = urllib.request.Request(server.url + server.path(path), data=body, method=method)
     if body is not None:
         req.add_header("Content-Type", content_type)
     if token is not None:

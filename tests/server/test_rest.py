@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from harness import ROOT_CA, Server
 
-CM = "/api/v1/namespaces/default/configmaps"
+CM = "/api/v1/namespaces/{ns}/configmaps"
 
 
 def configmap(name: str, **data: str) -> dict[str, object]:
@@ -42,7 +42,7 @@ def test_an_invalid_token_is_401_on_every_path(server: Server) -> None:
     RBAC lets the anonymous user reach only those public paths."""
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     for path in ("/healthz", "/livez", "/readyz", "/version", "/api", CM):
-        request = urllib.request.Request(server.url + path)
+        request = urllib.request.Request(server.url + server.path(path))
         request.add_header("Authorization", "Bearer not-a-token")
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, context=context)
@@ -57,7 +57,7 @@ def test_an_invalid_token_is_401_on_every_path(server: Server) -> None:
 def test_json_bodies_end_with_a_newline_as_kube_encodes_them(server: Server) -> None:
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     for path, expected in ((CM + "/missing", 404), (CM, 200), ("/version", 200)):
-        request = urllib.request.Request(server.url + path)
+        request = urllib.request.Request(server.url + server.path(path))
         request.add_header("Authorization", f"Bearer {server.token}")
         try:
             with urllib.request.urlopen(request, context=context) as resp:
