@@ -30,6 +30,9 @@ from harness import (
 from kubelite.testing.plugin import namespace_name
 
 MARKER = "fresh_server"
+#: test modules whose every test still gets a server of its own, as each did before the shared
+#: server (to convert: their tests use the namespace the fixture gives them)
+OWN_SERVER_MODULES = frozenset({"test_client_certificates.py"})
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -40,6 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "test's own, not a namespace on the shared one: in this process (options: ServeOptions "
         "fields), or a kubelite serve subprocess",
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in OWN_SERVER_MODULES and item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.fresh_server)
 
 
 @pytest.fixture(scope="session")

@@ -44,12 +44,12 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
 
 def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> None:
     svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
-    server.request("POST", "/api/v1/namespaces/default/services", svc)
-    code, body = server.request("DELETE", "/api/v1/namespaces/default/services/s")
+    server.request("POST", "/api/v1/namespaces/{ns}/services", svc)
+    code, body = server.request("DELETE", "/api/v1/namespaces/{ns}/services/s")
     assert (code, body["kind"]) == (200, "Service")
-    server.request("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}})
+    server.request("POST", "/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "c"}})
     code, body = server.request(
-        "DELETE", "/api/v1/namespaces/default/configmaps/c", {"propagationPolicy": "Sideways"}
+        "DELETE", "/api/v1/namespaces/{ns}/configmaps/c", {"propagationPolicy": "Sideways"}
     )
     assert (code, body["reason"]) == (422, "Invalid")
     assert body["message"] == (
@@ -69,13 +69,13 @@ def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> No
         ],
     }
     both = {"propagationPolicy": "Background", "orphanDependents": True}
-    code, body = server.request("DELETE", "/api/v1/namespaces/default/configmaps/c", both)
+    code, body = server.request("DELETE", "/api/v1/namespaces/{ns}/configmaps/c", both)
     assert (code, body["message"]) == (
         422,
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
         '"Background": orphanDependents and deletionPropagation cannot be both set',
     )
-    assert server.request("GET", "/api/v1/namespaces/default/configmaps/c")[0] == 200
+    assert server.request("GET", "/api/v1/namespaces/{ns}/configmaps/c")[0] == 200
 
 
 def test_sigterm_cuts_a_request_still_in_flight_after_the_drain_and_exits_cleanly(
