@@ -1,14 +1,22 @@
-"""Fixtures: ``server``, a namespace of the test's own on the worker's shared in-process server,
-or a server of its own for a test marked ``@pytest.mark.fresh_server``; on the storage backend
-chosen with ``--storage-backend`` (tests/conftest.py).
+"""Fixtures: ``server``, a namespace of the test's own on the worker's shared server, or a server
+of the test's own for a test marked ``@pytest.mark.fresh_server``; on the storage backend chosen
+with ``--storage-backend`` (tests/conftest.py).
+
+The shared server runs in this process (``harness.start_in_process``, what ``kubelite serve``
+runs, on a thread and event loop of its own), one per xdist worker. A test sees it through
+``Server.in_namespace``: a namespace made for it (deleted after it), and a kubeconfig whose
+context is in that namespace; paths say ``{ns}`` for it. The shared server keeps no CRDs between
+tests: the fixture deletes them after each and waits until they are gone.
 
 A test gets a server of its own when it changes what other tests on the shared server would
-see or be affected by (cluster-scoped state such as admission configurations matching every
-namespace, Nodes, the namespaces' list, compaction, the ``kubernetes`` Service), needs options
-the shared server does not have (the marker's keyword arguments are
-:class:`~kubelite.server.serve.ServeOptions` fields), or asserts on the server's whole state or
-counters. Tests that signal, kill or restart a server, or pass it command-line options, start a
-``kubelite serve`` subprocess of their own (``harness.start_server``).
+see or be affected by (admission webhooks and policies that match every namespace, ClusterRole
+bindings for users other tests use, Nodes, namespaces of fixed names, compaction, a global
+default PriorityClass), asserts on the whole cluster (every namespace's objects, the metrics'
+counters), or needs options the shared server does not have: ``fresh_server(**options)``, in this
+process (options: :class:`~kubelite.server.serve.ServeOptions` fields), or
+``fresh_server(subprocess=True)``, ``kubelite serve`` in a process of its own (the webhook
+tests: test_admission_webhooks.py says why). Tests that signal, kill or restart a
+``kubelite serve``, or test its command line, start one themselves (``harness.start_server``).
 """
 
 from __future__ import annotations
@@ -76,6 +84,7 @@ def _check(srv: Server) -> None:
 
 @pytest.fixture
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """The test's namespace on the shared server, or (``fresh_server``) a server of its own."""
     marker = request.node.get_closest_marker(MARKER)
     if marker is not None:
         storage = request.getfixturevalue("storage_url")

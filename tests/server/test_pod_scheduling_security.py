@@ -18,7 +18,6 @@ CTR = {"name": "c", "image": "nginx"}
 _names = itertools.count()
 
 
-
 def pod(name: str, container: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
     ctr = {**CTR, **(container or {})}
     return {

@@ -20,7 +20,6 @@ SUBDOMAIN = (
 CLAIM = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
 
 
-
 def pod(
     name: str = "p",
     volumes: list[Any] | None = None,

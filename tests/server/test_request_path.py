@@ -312,9 +312,7 @@ def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
 
 
 def test_delete_answers_with_the_object_for_kinds_that_return_it(server: Server) -> None:
-    server.request(
-        "POST", "/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "a"}}
-    )
+    server.request("POST", "/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "a"}})
     code, answer = server.request("DELETE", "/api/v1/namespaces/{ns}/serviceaccounts/a")
     assert (code, answer["kind"]) == (200, "ServiceAccount")
     server.request("POST", CM, {"metadata": {"name": "s"}})
