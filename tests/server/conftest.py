@@ -40,7 +40,7 @@ from kubelite.testing.plugin import namespace_name
 MARKER = "fresh_server"
 #: test modules whose every test still gets a server of its own, as each did before the shared
 #: server (to convert: their tests use the namespace the fixture gives them)
-OWN_SERVER_MODULES = frozenset({"test_client_certificates.py"})
+OWN_SERVER_MODULES = frozenset({"test_client_certificates.py", "test_input_bounds.py"})
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
