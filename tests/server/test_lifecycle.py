@@ -13,6 +13,7 @@ from harness import Server, start_server, stop_server
 
 def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
     server = start_server(tmp_path / "data")
+    watching = threading.Event()
     ended = threading.Event()
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     req = urllib.request.Request(f"{server.url}/api/v1/configmaps?watch=1")
@@ -20,6 +21,8 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
 
     def watch() -> None:
         with urllib.request.urlopen(req, context=context, timeout=60) as resp:
+            resp.readline()  # an initial event (the root CA ConfigMaps): the stream is open
+            watching.set()
             resp.read()  # returns once the server ends the stream
         ended.set()
 
@@ -27,6 +30,7 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
     thread.start()
     try:
         server.request("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}})
+        assert watching.wait(30), "the watch never started"
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=20) == 0
         assert ended.wait(10), "the watch stream was not ended by the shutdown"
