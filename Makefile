@@ -29,14 +29,16 @@ serve: $(SERVE_STAMP)
 	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
 # Every test (the etcd backend's and the HA tests start their own etcd), then the API server
-# tests again with kubelite serve over etcd instead of SQLite. Two workers (pytest-xdist): most
-# tests wait on a server of their own; the HA tests, which kill etcd members and time
-# elections, run alone.
+# tests again over etcd instead of SQLite. Four workers (pytest-xdist), even on two cores: the
+# tests spend much of their time waiting (on watches, kubectl, webhooks, timeouts), and each
+# worker has one API server in its own process that its tests share, a namespace each
+# (tests/server/conftest.py). The HA tests, which kill etcd members and time elections, run
+# alone.
 test: $(STAMP)
 	$(COMPILE)
-	$(BIN)/python -m pytest -n 2 --ignore=tests/ha
+	$(BIN)/python -m pytest -n 4 --ignore=tests/ha
 	$(BIN)/python -m pytest tests/ha
-	$(BIN)/python -m pytest -n 2 tests/server --storage-backend etcd
+	$(BIN)/python -m pytest -n 4 tests/server --storage-backend etcd
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -1,4 +1,4 @@
-"""``kubelite history KIND/NAME [--diff]`` against a real ``kubelite serve --history-retention``:
+"""``kubelite history KIND/NAME [--diff]`` against a server with ``--history-retention``:
 the timeline of an object's writes after it was deleted and the store compacted, the field
 changes between versions, kubectl's spellings of a kind, and one-line errors."""
 
@@ -8,13 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 from test_cli_startup import kubelite, one_line
+
+from kubelite.api.retention import parse_retention
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data", None, "--history-retention", "configmaps=20")
+    """The commands' server, in this process (``--history-retention configmaps=20``)."""
+    retention = parse_retention("configmaps=20")
+    srv = start_in_process(tmp_path / "data", history_retention=retention)
     try:
         yield srv
     finally:

@@ -1,5 +1,6 @@
-"""Fixtures: the same client calls against a real ``kubelite serve`` over HTTPS and against the
-server app in this process."""
+"""Fixtures: the same client calls against a real server over HTTPS (what ``kubelite serve``
+runs, a server of the test's own on a thread of this process) and against the server app
+through the client's in-process ASGI transport."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from client_harness import TOKEN, app_in_thread, in_process_app
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 
 from kubelite.client import AsyncClient, Client
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data")
+    srv = start_in_process(tmp_path / "data")
     try:
         yield srv
     finally:
@@ -26,7 +27,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
 async def aclient(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AsyncClient]:
     """An AsyncClient over HTTPS to a real server, or through the ASGI transport."""
     if request.param == "http":
-        srv = start_server(tmp_path / "data")
+        srv = start_in_process(tmp_path / "data")
         try:
             async with AsyncClient.from_kubeconfig(srv.kubeconfig) as client:
                 yield client
@@ -44,7 +45,7 @@ def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Client]:
     """A Client over HTTPS to a real server, or through the ASGI transport (the app running on
     its own loop in a thread)."""
     if request.param == "http":
-        srv = start_server(tmp_path / "data")
+        srv = start_in_process(tmp_path / "data")
         try:
             with Client.from_kubeconfig(srv.kubeconfig) as c:
                 yield c

@@ -1,4 +1,4 @@
-"""Every verb of Client and AsyncClient, each run against a real ``kubelite serve`` over HTTPS
+"""Every verb of Client and AsyncClient, each run against a real server over HTTPS
 and against the same server app through the in-process ASGI transport."""
 
 from __future__ import annotations

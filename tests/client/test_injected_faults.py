@@ -1,7 +1,8 @@
-"""kubelite.client against a ``kubelite serve --inject`` server: ``retry_on_conflict`` and the
-client's read-mutate-write get every change through injected 409s, a Controller converges
-though its writes are refused, and an Informer's cache converges to the store's state though
-its watch streams end (resumed) or fail with 410 (relisted) again and again."""
+"""kubelite.client against a server injecting faults (``kubelite serve --inject``):
+``retry_on_conflict`` and the client's read-mutate-write get every change through injected
+409s, a Controller converges though its writes are refused, and an Informer's cache converges
+to the store's state though its watch streams end (resumed) or fail with 410 (relisted) again
+and again."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 from client_harness import configmap, eventually
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 
 from kubelite.client import (
     AsyncClient,
@@ -30,6 +31,7 @@ from kubelite.client import (
     retry_on_conflict,
     retry_on_conflict_async,
 )
+from kubelite.server.faults import FaultSpec
 
 # Each attempt loses at 0.3: client-go's DefaultRetry (5 attempts) gives up on 0.24% of the
 # writes, so these tests allow more attempts, as a client under heavy contention would.
@@ -53,7 +55,7 @@ def injected(server: Server) -> dict[str, int]:
 
 @pytest.fixture
 def conflicting(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data", None, "--inject", "conflicts=0.3,seed=1")
+    srv = start_in_process(tmp_path / "data", faults=FaultSpec.parse("conflicts=0.3,seed=1"))
     try:
         yield srv
     finally:
@@ -158,7 +160,7 @@ async def test_a_controller_converges_though_its_writes_are_refused(conflicting:
 
 @pytest.fixture
 def dropping(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data", None, "--inject", "watch-drops=0.2,seed=4")
+    srv = start_in_process(tmp_path / "data", faults=FaultSpec.parse("watch-drops=0.2,seed=4"))
     try:
         yield srv
     finally:

@@ -1,4 +1,12 @@
-"""Start a real ``kubelite serve --port 0`` in a temp dir and talk to it over HTTP."""
+"""Real kubelite servers for the API tests, and the calls the tests make to them over HTTP.
+
+A test's ``server`` (tests/server/conftest.py) is, by default, a namespace of its own on the
+worker's shared in-process server (:func:`start_in_process`): :attr:`Server.namespace` names it,
+paths given to :meth:`Server.request` and :meth:`Server.watch_lines` may say ``{ns}`` for it,
+and the test's kubeconfig has it as the context's namespace (kubectl and clients without ``-n``
+work in it). :func:`start_server` runs ``kubelite serve --port 0`` as a subprocess, for tests
+that signal, kill or restart it or pass it command-line options.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +19,12 @@ import sys
 import threading
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from kubelite.server.serve import ServeOptions
+from kubelite.testing.servers import InProcessServer, KubeliteServer
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 #: What kube-controller-manager's controllers put in every namespace, as in any cluster: the
@@ -22,6 +33,8 @@ KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 #: soon after it is created (:func:`wait_for_namespace_defaults`).
 ROOT_CA = "kube-root-ca.crt"
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+#: what a path says for the test's namespace (:meth:`Server.path`)
+NS = "{ns}"
 
 
 @dataclass(frozen=True)
@@ -30,7 +43,39 @@ class Server:
     token: str
     kubeconfig: Path
     data_dir: Path
-    process: subprocess.Popen[str]
+    #: the ``kubelite serve`` subprocess (:func:`start_server`); None for a server in this process
+    process: subprocess.Popen[str] | None = None
+    #: the namespace the test owns: ``default`` on a server of its own, a new one on the shared
+    namespace: str = "default"
+    #: where this test's files go (kubeconfigs, kubectl's discovery cache)
+    work_dir: Path | None = None
+    #: the server when it runs in this process (:func:`start_in_process`)
+    in_process: KubeliteServer | None = None
+
+    @property
+    def files(self) -> Path:
+        return self.work_dir or self.data_dir.parent
+
+    def path(self, path: str) -> str:
+        """``path`` with ``{ns}`` replaced by the test's namespace."""
+        return path.replace(NS, self.namespace)
+
+    def in_namespace(self, namespace: str, work_dir: Path) -> Server:
+        """This server as a test that owns ``namespace`` sees it: its own kubeconfig (in
+        ``work_dir``) whose context is in that namespace."""
+        config = json.loads(self.kubeconfig.read_text())
+        for context in config["contexts"]:
+            context["context"]["namespace"] = namespace
+        kubeconfig = work_dir / "kubeconfig"
+        kubeconfig.write_text(json.dumps(config, indent=2))
+        kubeconfig.chmod(0o600)
+        return replace(self, kubeconfig=kubeconfig, namespace=namespace, work_dir=work_dir)
+
+    def log(self) -> str:
+        """What the server logged so far."""
+        if self.in_process is not None:
+            return self.in_process.log()
+        return (self.data_dir.parent / "server.log").read_text(errors="replace")
 
     def kubectl_env(self) -> dict[str, str]:
         """This server's kubeconfig, and a kubectl cache of its own: kubectl caches discovery
@@ -38,7 +83,7 @@ class Server:
         otherwise be served an earlier one's kinds."""
         return {
             "KUBECONFIG": str(self.kubeconfig),
-            "KUBECACHEDIR": str(self.data_dir.parent / "kubectl-cache"),
+            "KUBECACHEDIR": str(self.files / "kubectl-cache"),
         }
 
     def kubectl(
@@ -75,7 +120,9 @@ class Server:
         lines: list[Any] = []
         context = ssl.create_default_context(cafile=str(self.data_dir / "ca.crt"))
         separator = "&" if "?" in path else "?"
-        req = urllib.request.Request(f"{self.url}{path}{separator}timeoutSeconds={seconds}")
+        req = urllib.request.Request(
+            f"{self.url}{self.path(path)}{separator}timeoutSeconds={seconds}"
+        )
         req.add_header("Authorization", f"Bearer {self.token}")
 
         def read() -> None:
@@ -95,18 +142,19 @@ class Server:
     def user_certificate(self, user: str, *groups: str) -> tuple[Path, Path]:
         """A client certificate and its key, as files, from the kubeconfig ``kubelite
         kubeconfig --user`` writes (kept beside them as ``<user>.kubeconfig``)."""
-        kubeconfig = self.data_dir.parent / f"{user}.kubeconfig"
+        kubeconfig = self.files / f"{user}.kubeconfig"
         subprocess.run(
             [sys.executable, "-m", "kubelite", "kubeconfig", "--user", user,
              *(arg for group in groups for arg in ("--group", group)),
-             "--data-dir", str(self.data_dir), "-o", str(kubeconfig)],
+             "--data-dir", str(self.data_dir), "--namespace", self.namespace,
+             "-o", str(kubeconfig)],
             check=True,
         )  # fmt: skip
         config = json.loads(kubeconfig.read_text())
         assert config["users"][0]["name"] == user
         assert config["clusters"][0]["cluster"]["server"] == self.cert_url
         credentials = config["users"][0]["user"]
-        paths = (self.data_dir.parent / f"{user}.crt", self.data_dir.parent / f"{user}.key")
+        paths = (self.files / f"{user}.crt", self.files / f"{user}.key")
         for path, field in zip(paths, ("client-certificate-data", "client-key-data"), strict=True):
             path.write_bytes(base64.b64decode(credentials[field]))
         return paths
@@ -121,10 +169,10 @@ class Server:
         raw: bytes | None = None,
         cert: tuple[Path, Path] | None = None,
     ) -> tuple[int, dict[str, object]]:
-        """One request; ``cert``: a client certificate and key, sent to :attr:`cert_url` (with
-        no token unless one is named)."""
+        """One request (``{ns}`` in ``path``: the test's namespace); ``cert``: a client
+        certificate and key, sent to :attr:`cert_url` (with no token unless one is named)."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        url = (self.url if cert is None else self.cert_url) + path
+        url = (self.url if cert is None else self.cert_url) + self.path(path)
         req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", content_type)
@@ -209,7 +257,19 @@ def start_server(data_dir: Path, storage: str | None = None, *extra: str) -> Ser
     return Server(url, token, data_dir / "kubeconfig", data_dir, process)
 
 
+def start_in_process(data_dir: Path, storage: str | None = None, **options: Any) -> Server:
+    """A server in this process (on a thread and event loop of its own): ``storage`` as for
+    :func:`start_server`; ``options``: :class:`~kubelite.server.serve.ServeOptions` fields
+    (``authorization_mode="AlwaysAllow"``, ...)."""
+    backing = InProcessServer.start(data_dir, ServeOptions(storage=storage, **options))
+    return Server(backing.url, backing.token, backing.kubeconfig, data_dir, in_process=backing)
+
+
 def stop_server(server: Server) -> None:
+    if server.in_process is not None:
+        server.in_process.stop()
+        return
+    assert server.process is not None
     server.process.terminate()
     try:
         server.process.wait(timeout=20)

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 from test_audit_log import events_of
 from test_metrics_endpoint import raw_request
 
+#: every policy here matches its kind in every namespace, under names the denials quote
+pytestmark = pytest.mark.fresh_server
 Obj = dict[str, Any]
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 POLICIES = f"{ADMISSION}/validatingadmissionpolicies"
@@ -188,13 +190,8 @@ def test_warn_is_printed_by_kubectl_and_audit_is_annotated(
         "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
     )
     log = tmp_path / "audit.log"
-    server = start_server(
-        tmp_path / "data",
-        storage_url,
-        "--audit-policy-file",
-        str(audit_policy),
-        "--audit-log-path",
-        str(log),
+    server = start_in_process(
+        tmp_path / "data", storage_url, audit_policy_file=str(audit_policy), audit_log_path=str(log)
     )
     try:
         limit = {"expression": "object.spec.replicas <= 2", "message": "at most 2"}
@@ -354,8 +351,8 @@ def test_a_change_reaches_another_server_over_the_same_store(
 ) -> None:
     if storage_url is None:
         pytest.skip("two servers share a store only over etcd (--storage-backend etcd)")
-    first = start_server(tmp_path / "a", storage_url)
-    second = start_server(tmp_path / "b", storage_url)
+    first = start_in_process(tmp_path / "a", storage_url)
+    second = start_in_process(tmp_path / "b", storage_url)
     try:
         made(first, POLICIES, policy("p", {"expression": "object.spec.replicas <= 2"}))
         made(first, BINDINGS, binding("b", "p"))

@@ -24,6 +24,11 @@ from webhookserver import Reply, WebhookServer, allow, review_answer, webhook_se
 
 from etcdcluster import EtcdCluster
 
+#: every configuration here matches its kinds in every namespace (or every namespace itself);
+#: and a server that calls webhooks runs in a process of its own: uvloop can close a socket's
+#: descriptor under the Python object that still holds it (a TLS connection that failed), whose
+#: collection later closes whatever descriptor took that number
+pytestmark = pytest.mark.fresh_server(subprocess=True)
 Obj = dict[str, Any]
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"

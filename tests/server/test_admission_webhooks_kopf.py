@@ -28,6 +28,9 @@ OPERATOR = HERE / "operators" / "admission_operator.py"
 CRD_FILE = HERE / "data" / "widgets-crd.yaml"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+#: kopf writes webhook configurations of its own that match widgets in every namespace; a
+#: server that calls webhooks runs in a process of its own (test_admission_webhooks.py says why)
+pytestmark = pytest.mark.fresh_server(subprocess=True)
 
 
 def free_port() -> int:

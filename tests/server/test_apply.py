@@ -11,8 +11,8 @@ from harness import Server
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
-CM = "/api/v1/namespaces/default/configmaps"
-DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
 
 
 def cm(name: str, **body: Any) -> dict[str, Any]:
@@ -296,7 +296,7 @@ def test_request_surface_errors(server: Server) -> None:
     code, status = apply(server, CM + "/cm", cm("cm", spec={"x": 1}), "a")
     assert (code, status["reason"]) == (400, "BadRequest")  # kube: 500 (kubernetes#122480)
     assert status["message"] == (
-        "failed to create typed patch object (default/cm; /v1, Kind=ConfigMap): "
+        f"failed to create typed patch object ({server.namespace}/cm; /v1, Kind=ConfigMap): "
         ".spec: field not declared in schema"
     )
     assert server.request("GET", CM + "/cm")[0] == 404
@@ -429,7 +429,7 @@ def test_scale_writes_own_the_replica_count(server: Server) -> None:
 
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+WIDGETS = "/apis/example.com/v1/namespaces/{ns}/widgets"
 WIDGET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -614,7 +614,8 @@ def test_apply_namespace_must_match_the_request(server: Server) -> None:
     code, status = apply(server, CM + "/cm", body, "a")
     assert (code, status["message"]) == (
         400,
-        "the namespace of the object (other) does not match the namespace on the request (default)",
+        "the namespace of the object (other) does not match the namespace on the request "
+        f"({server.namespace})",
     )
     apply(server, CM + "/cm", cm("cm", data={"a": "1"}), "a")
     code, status = apply(server, CM + "/cm", body, "a")

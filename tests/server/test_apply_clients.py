@@ -32,9 +32,9 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap
 
 APPLY = "application/apply-patch+yaml"
-CM = "/api/v1/namespaces/default/configmaps"
+CM = "/api/v1/namespaces/{ns}/configmaps"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-THINGS = "/apis/ssa.example.com/v1/namespaces/default/things"
+THINGS = "/apis/ssa.example.com/v1/namespaces/{ns}/things"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL_HINT = (
     "Please review the fields above--they currently have other managers. Here\n"
@@ -369,7 +369,7 @@ def test_kubectl_server_side_apply_request_errors(server: Server) -> None:
     result = ssa(server, unknown, check=False)
     assert result.returncode == 1
     assert result.stderr == (
-        "Error from server (BadRequest): failed to create typed patch object (default/uk; /v1, "
+        f"Error from server (BadRequest): failed to create typed patch object ({server.namespace}/uk; /v1, "
         "Kind=ConfigMap): .extra: field not declared in schema\n"
     )
     assert server.request("GET", CM + "/uk")[0] == 404
@@ -422,7 +422,7 @@ def test_client_side_apply_upgrades_to_server_side_apply(server: Server) -> None
     assert json.loads(annotation) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"labels": {"app": "m"}, "name": "mig", "namespace": "default"},
+        "metadata": {"labels": {"app": "m"}, "name": "mig", "namespace": server.namespace},
         "data": {"a": "1", "b": "3"},
     }
 
@@ -614,12 +614,16 @@ def api(server: Server) -> client.ApiClient:
     return config.new_client_from_config(config_file=str(server.kubeconfig))
 
 
-def test_kubernetes_dynamic_client_server_side_apply(api: client.ApiClient) -> None:
+def test_kubernetes_dynamic_client_server_side_apply(server: Server, api: client.ApiClient) -> None:
     configmaps = dynamic.DynamicClient(api).resources.get(api_version="v1", kind="ConfigMap")
 
     def dynamic_apply(data: dict[str, str], manager: str, **kw: Any) -> Any:
         return configmaps.server_side_apply(
-            body=cm("dyn", data=data), name="dyn", namespace="default", field_manager=manager, **kw
+            body=cm("dyn", data=data),
+            name="dyn",
+            namespace=server.namespace,
+            field_manager=manager,
+            **kw,
         )
 
     created = dynamic_apply({"a": "1"}, "d1")
@@ -657,7 +661,7 @@ def test_kubernetes_dynamic_client_applies_a_custom_resource(
         return things.server_side_apply(
             body=thing(**spec),
             name="t1",
-            namespace="default",
+            namespace=server.namespace,
             field_manager=manager,
             force_conflicts=force,
         )
@@ -687,13 +691,15 @@ def test_kubernetes_dynamic_client_applies_a_custom_resource(
     }
 
 
-def test_kubernetes_generated_patch_with_the_apply_content_type(api: client.ApiClient) -> None:
+def test_kubernetes_generated_patch_with_the_apply_content_type(
+    server: Server, api: client.ApiClient
+) -> None:
     core = client.CoreV1Api(api)
 
     def patch(data: dict[str, str], manager: str, **kw: Any) -> client.V1ConfigMap:
         return core.patch_namespaced_config_map(
             "gen",
-            "default",
+            server.namespace,
             cm("gen", data=data),
             field_manager=manager,
             _content_type=APPLY,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, start_server, stop_server
 from test_metrics_endpoint import raw_request
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -41,13 +41,8 @@ def audited(tmp_path: Path, storage_url: str | None) -> Iterator[tuple[Server, P
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY)
     log = tmp_path / "audit.log"
-    srv = start_server(
-        tmp_path / "data",
-        storage_url,
-        "--audit-policy-file",
-        str(policy),
-        "--audit-log-path",
-        str(log),
+    srv = start_in_process(
+        tmp_path / "data", storage_url, audit_policy_file=str(policy), audit_log_path=str(log)
     )
     try:
         yield srv, log
@@ -149,14 +144,11 @@ def test_a_watch_has_response_started_unless_omitted(audited: tuple[Server, Path
     assert [e["stage"] for e in cms] == ["ResponseComplete"]  # the rule omits ResponseStarted
 
 
-def test_every_response_carries_an_audit_id(tmp_path: Path) -> None:
-    server = start_server(tmp_path / "data")  # no audit policy: the ID is still returned
-    try:
-        code, headers, _ = raw_request(server, "GET", "/version", token="wrong")
-        assert code == 401
-        assert re.fullmatch(r"[0-9a-f-]{36}", headers["audit-id"])
-    finally:
-        stop_server(server)
+def test_every_response_carries_an_audit_id(server: Server) -> None:
+    # the shared server has no audit policy: the ID is still returned
+    code, headers, _ = raw_request(server, "GET", "/version", token="wrong")
+    assert code == 401
+    assert re.fullmatch(r"[0-9a-f-]{36}", headers["audit-id"])
 
 
 def test_a_timed_out_request_completes_its_audit_record(tmp_path: Path) -> None:

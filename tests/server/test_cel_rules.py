@@ -10,7 +10,7 @@ import pytest
 from harness import Server
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-THINGS = "/apis/example.net/v1/namespaces/default/things"
+THINGS = "/apis/example.net/v1/namespaces/{ns}/things"
 RULE_PATH = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.request
 
+import pytest
 from harness import Server
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -28,6 +29,7 @@ def kubelite_compact(server: Server, revision: int) -> subprocess.CompletedProce
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.fresh_server  # it compacts the store
 def test_kubelite_compact_then_old_watches_and_lists_expire(server: Server) -> None:
     _, created = server.request("POST", CM, {"metadata": {"name": "c"}, "data": {"v": "0"}})
     first = int(created["metadata"]["resourceVersion"])  # type: ignore[index]

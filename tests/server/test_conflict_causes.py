@@ -7,11 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from harness import Server
 from test_compaction import kubelite_compact
 
-CM = "/api/v1/namespaces/default/configmaps"
-DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
 MERGE = "application/merge-patch+json"
 
 
@@ -137,6 +138,7 @@ def test_a_patch_and_a_status_write_with_a_stale_version_are_explained(server: S
     assert [c["field"] for c in status["details"]["causes"]] == [".status"]  # type: ignore[index]
 
 
+@pytest.mark.fresh_server  # it compacts the store
 def test_no_causes_when_the_sent_version_is_gone_or_of_another_object(server: Server) -> None:
     code, old = server.request("POST", CM, {"metadata": {"name": "gone"}, "data": {"k": "0"}})
     assert code == 201

@@ -21,10 +21,12 @@ from harness import Server
 
 from kubelite.server.tls import ensure_serving_files
 
+#: a server that calls webhooks runs in a process of its own (test_admission_webhooks.py says
+#: why), and each test's webhook has a CA of its own: a server of its own for each
+pytestmark = pytest.mark.fresh_server(subprocess=True)
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-V1 = "/apis/example.com/v1/namespaces/default/widgets"
-V2 = "/apis/example.com/v2/namespaces/default/widgets"
-SERVICE_HOST = "widget-conv.default.svc"
+V1 = "/apis/example.com/v1/namespaces/{ns}/widgets"
+V2 = "/apis/example.com/v2/namespaces/{ns}/widgets"
 
 
 # --- the webhook ---------------------------------------------------------------------------------
@@ -46,9 +48,9 @@ class ConversionHook:
     """An HTTPS conversion webhook in a thread. ``mode`` makes it misbehave; ``reviews`` are
     the ConversionReview requests it received."""
 
-    def __init__(self, certs: Path) -> None:
+    def __init__(self, certs: Path, service_host: str) -> None:
         certs.mkdir(parents=True, exist_ok=True)
-        files = ensure_serving_files(certs, "127.0.0.1", (SERVICE_HOST,))
+        files = ensure_serving_files(certs, "127.0.0.1", (service_host,))
         self.ca_bundle = base64.b64encode(files.ca_cert.read_bytes()).decode()
         self.mode = "ok"
         self.reviews: list[dict[str, Any]] = []
@@ -139,12 +141,17 @@ class ConversionHook:
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> Iterator[ConversionHook]:
-    webhook = ConversionHook(tmp_path / "hook")
+def hook(tmp_path: Path, server: Server) -> Iterator[ConversionHook]:
+    webhook = ConversionHook(tmp_path / "hook", service_host(server))
     try:
         yield webhook
     finally:
         webhook.stop()
+
+
+def service_host(server: Server) -> str:
+    """The host name of the Service ``widget-conv`` in the test's namespace."""
+    return f"widget-conv.{server.namespace}.svc"
 
 
 def widget_crd(client_config: dict[str, Any]) -> dict[str, Any]:
@@ -563,16 +570,16 @@ def test_a_service_client_config_reaches_the_webhook_at_its_endpoints(
         "metadata": {"name": "widget-conv"},
         "spec": {"ports": [{"port": 443, "targetPort": hook.port}]},
     }
-    ok(server, "POST", "/api/v1/namespaces/default/services", service)
+    ok(server, "POST", "/api/v1/namespaces/{ns}/services", service)
     endpoints = {
         "apiVersion": "v1",
         "kind": "Endpoints",
         "metadata": {"name": "widget-conv"},
         "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": hook.port}]}],
     }
-    ok(server, "POST", "/api/v1/namespaces/default/endpoints", endpoints)
+    ok(server, "POST", "/api/v1/namespaces/{ns}/endpoints", endpoints)
     config = {
-        "service": {"namespace": "default", "name": "widget-conv", "path": "/convert"},
+        "service": {"namespace": server.namespace, "name": "widget-conv", "path": "/convert"},
         "caBundle": hook.ca_bundle,
     }
     ok(server, "POST", CRDS, widget_crd(config))
@@ -581,10 +588,10 @@ def test_a_service_client_config_reaches_the_webhook_at_its_endpoints(
     assert got["spec"] == {"replicas": 4}
     assert hook.reviews[-1]["path"] == "/convert?timeout=30s"
     # a service without endpoints: the call fails, naming the service's URL
-    ok(server, "DELETE", "/api/v1/namespaces/default/endpoints/widget-conv")
+    ok(server, "DELETE", "/api/v1/namespaces/{ns}/endpoints/widget-conv")
     code, body = server.request("GET", V2 + "/s")
     assert code == 500
     assert body["message"].startswith(  # type: ignore[union-attr]
         "conversion webhook for example.com/v1, Kind=Widget failed: "
-        f'Post "https://{SERVICE_HOST}:443/convert?timeout=30s": '
+        f'Post "https://{service_host(server)}:443/convert?timeout=30s": '
     )

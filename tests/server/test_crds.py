@@ -18,7 +18,7 @@ from harness import Server
 
 DATA = Path(__file__).parent / "data"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+WIDGETS = "/apis/example.com/v1/namespaces/{ns}/widgets"
 
 GIZMO_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -71,7 +71,7 @@ def gizmo_crd(scope: str = "Namespaced", schema: dict[str, Any] | None = None) -
     }
 
 
-GIZMOS = "/apis/example.org/v1/namespaces/default/gizmos"
+GIZMOS = "/apis/example.org/v1/namespaces/{ns}/gizmos"
 
 
 def ok(server: Server, method: str, path: str, body: Any = None, **kw: Any) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def test_a_crd_clashing_with_another_kinds_names_is_not_accepted(gizmos: Server)
     assert conditions["NamesAccepted"]["status"] == "False"
     assert conditions["NamesAccepted"]["reason"] == "KindConflict"
     assert conditions["Established"]["status"] == "False"
-    assert gizmos.request("GET", "/apis/example.org/v1/namespaces/default/doohickeys")[0] == 404
+    assert gizmos.request("GET", "/apis/example.org/v1/namespaces/{ns}/doohickeys")[0] == 404
 
 
 # --- custom objects --------------------------------------------------------------------------
@@ -381,14 +381,14 @@ def test_several_versions_share_one_storage(server: Server) -> None:
     created = ok(
         server,
         "POST",
-        "/apis/example.org/v2/namespaces/default/gizmos",
+        "/apis/example.org/v2/namespaces/{ns}/gizmos",
         {"metadata": {"name": "m"}, "spec": {"size": 1}},
     )
     assert created["apiVersion"] == "example.org/v2"
     at_v1 = ok(server, "GET", GIZMOS + "/m")
     assert at_v1["apiVersion"] == "example.org/v1"
     assert at_v1["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
-    listed = ok(server, "GET", "/apis/example.org/v2/namespaces/default/gizmos")
+    listed = ok(server, "GET", "/apis/example.org/v2/namespaces/{ns}/gizmos")
     assert [i["apiVersion"] for i in listed["items"]] == ["example.org/v2"]
     # the storage version is persisted: a server restart-free peek at the CRD says so
     crd_now = ok(server, "GET", CRDS + "/gizmos.example.org")
@@ -399,7 +399,7 @@ def _watch_lines(
     server: Server, path: str, lines: list[dict[str, Any]], done: threading.Event
 ) -> None:
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    req = urllib.request.Request(f"{server.url}{path}")
+    req = urllib.request.Request(f"{server.url}{server.path(path)}")
     req.add_header("Authorization", f"Bearer {server.token}")
     with urllib.request.urlopen(req, context=context, timeout=30) as resp:
         for line in resp:
@@ -470,13 +470,13 @@ def test_printer_columns_default_to_age_and_python_clients_see_new_kinds(gizmos:
     api = client.CustomObjectsApi(config.new_client_from_config(config_file=str(gizmos.kubeconfig)))
     body = {"apiVersion": "example.org/v1", "kind": "Gizmo", "metadata": {"name": "py"}}
     created = api.create_namespaced_custom_object(
-        "example.org", "v1", "default", "gizmos", {**body, "spec": {"size": 4}}
+        "example.org", "v1", gizmos.namespace, "gizmos", {**body, "spec": {"size": 4}}
     )
     assert created["spec"] == {"size": 4, "mode": "slow"}
-    listed = api.list_namespaced_custom_object("example.org", "v1", "default", "gizmos")
+    listed = api.list_namespaced_custom_object("example.org", "v1", gizmos.namespace, "gizmos")
     assert sorted(i["metadata"]["name"] for i in listed["items"]) == ["py", "t"]
     patched = api.patch_namespaced_custom_object(
-        "example.org", "v1", "default", "gizmos", "py", {"spec": {"size": 9}}
+        "example.org", "v1", gizmos.namespace, "gizmos", "py", {"spec": {"size": 9}}
     )
     assert patched["spec"]["size"] == 9
 
@@ -494,7 +494,7 @@ def test_objects_stored_before_the_storage_version_moved_read_at_any_version(
     crd["spec"]["versions"][1]["storage"] = True
     moved = ok(server, "PUT", CRDS + "/gizmos.example.org", crd)
     assert moved["status"]["storedVersions"] == ["v1", "v2"]
-    v2 = "/apis/example.org/v2/namespaces/default/gizmos"
+    v2 = "/apis/example.org/v2/namespaces/{ns}/gizmos"
     assert ok(server, "GET", v2 + "/old")["apiVersion"] == "example.org/v2"
     assert [i["apiVersion"] for i in ok(server, "GET", v2)["items"]] == ["example.org/v2"]
     assert ok(server, "GET", GIZMOS + "/old")["apiVersion"] == "example.org/v1"

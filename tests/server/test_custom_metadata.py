@@ -13,7 +13,7 @@ import pytest
 from harness import Server
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-GIZMOS = "/apis/example.org/v1/namespaces/default/gizmos"
+GIZMOS = "/apis/example.org/v1/namespaces/{ns}/gizmos"
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",

@@ -9,9 +9,9 @@ from typing import Any
 
 from harness import Server
 
-CM = "/api/v1/namespaces/default/configmaps"
-PODS = "/api/v1/namespaces/default/pods"
-DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+PODS = "/api/v1/namespaces/{ns}/pods"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
 QUANTITY_RE = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
@@ -109,7 +109,7 @@ def test_wrong_types_are_400_and_nothing_is_stored(server: Server) -> None:
             "Go struct field ContainerPort.spec.containers.ports.containerPort of type int32",
         ),
         (
-            "/api/v1/namespaces/default/secrets",
+            "/api/v1/namespaces/{ns}/secrets",
             "s1",
             {"metadata": {"name": "s1"}, "data": {"k": "not base64!"}},
             'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input '
@@ -185,12 +185,12 @@ def test_wrong_types_name_the_fields_named_go_type(server: Server) -> None:
             "DeploymentStrategy.spec.strategy.type of type v1.DeploymentStrategyType",
         ),
         (
-            "/api/v1/namespaces/default/services",
+            "/api/v1/namespaces/{ns}/services",
             {"metadata": {"name": "p"}, "spec": {"type": True, "ports": [{"port": 80}]}},
             "bool into Go struct field ServiceSpec.spec.type of type v1.ServiceType",
         ),
         (
-            "/api/v1/namespaces/default/persistentvolumeclaims",
+            "/api/v1/namespaces/{ns}/persistentvolumeclaims",
             {"metadata": {"name": "p"}, "spec": {"accessModes": "ReadWriteOnce"}},
             "string into Go struct field "
             "PersistentVolumeClaimSpec.spec.accessModes of type []v1.PersistentVolumeAccessMode",

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from harness import Server
 
-CR = "/apis/apps/v1/namespaces/default/controllerrevisions"
+CR = "/apis/apps/v1/namespaces/{ns}/controllerrevisions"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-BLOBS = "/apis/example.org/v1/namespaces/default/blobs"
+BLOBS = "/apis/example.org/v1/namespaces/{ns}/blobs"
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness import Server
 
-POD = "/api/v1/namespaces/default/pods/p"
+POD = "/api/v1/namespaces/{ns}/pods/p"
 EPHEMERAL = POD + "/ephemeralcontainers"
 STRATEGIC = "application/strategic-merge-patch+json"
 
@@ -21,7 +21,7 @@ def make_pod(server: Server) -> dict[str, Any]:
         "metadata": {"name": "p", "labels": {"app": "a"}},
         "spec": {"containers": [{"name": "c", "image": "nginx"}]},
     }
-    status, made = server.request("POST", "/api/v1/namespaces/default/pods", body)
+    status, made = server.request("POST", "/api/v1/namespaces/{ns}/pods", body)
     assert status == 201, made
     return made
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, deployment, start_server, stop_server
+from harness import Server, deployment, start_in_process, stop_server
 
 from kubelite.server.faults import (
     Faults,
@@ -156,11 +156,12 @@ def test_kubelite_serve_refuses_a_bad_spec_in_one_line(tmp_path: Path) -> None:
 
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Any]:
+    """Servers of the test's own (what ``kubelite serve --inject`` runs, in this process)."""
     started: list[Server] = []
 
     def make(inject: str | None) -> Server:
-        extra = () if inject is None else ("--inject", inject)
-        srv = start_server(tmp_path / f"data{len(started)}", None, *extra)
+        faults = None if inject is None else FaultSpec.parse(inject)
+        srv = start_in_process(tmp_path / f"data{len(started)}", faults=faults)
         started.append(srv)
         return srv
 
@@ -214,10 +215,7 @@ def test_every_write_that_carries_a_resource_version_is_refused_and_nothing_chan
     make_server: Any,
 ) -> None:
     srv: Server = make_server("conflicts=1")
-    assert (
-        "injecting faults: 409 Conflict on 100% of updates"
-        in (srv.data_dir.parent / "server.log").read_text()
-    )
+    assert "injecting faults: 409 Conflict on 100% of updates" in srv.log()
     code, cm = srv.request("POST", f"{NS}/configmaps", configmap("c", n="0"))
     assert code == 201
     path = f"{NS}/configmaps/c"

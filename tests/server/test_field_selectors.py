@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from harness import Server
 
+#: the tests work in a namespace "fs" of their own and select Nodes by their fields
+pytestmark = pytest.mark.fresh_server
 Obj = dict[str, Any]
 NS = "/api/v1/namespaces"
 PODS = f"{NS}/fs/pods"

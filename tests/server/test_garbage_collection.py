@@ -9,14 +9,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from harness import Server
 
 Obj = dict[str, Any]
 
 NS = "/api/v1/namespaces"
-CM = "/api/v1/namespaces/default/configmaps"
+CM = "/api/v1/namespaces/{ns}/configmaps"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-WIDGETS = "/apis/gc.example.org/v1/namespaces/default/widgets"
+WIDGETS = "/apis/gc.example.org/v1/namespaces/{ns}/widgets"
 MERGE = "application/merge-patch+json"
 HOLD = "example.com/hold"
 
@@ -153,6 +154,7 @@ def test_dangling_owners(server: Server) -> None:
     until(lambda: gone(server, CM + "/fooled"), "a reference to a replaced owner dangles")
 
 
+@pytest.mark.fresh_server  # it makes a namespace "elsewhere"
 def test_a_namespaced_owner_in_another_namespace_is_absent_and_reported(server: Server) -> None:
     ok(server, "POST", NS, {"metadata": {"name": "elsewhere"}})
     owner = ok(server, "POST", NS + "/elsewhere/configmaps", {"metadata": {"name": "owner"}})
@@ -163,7 +165,7 @@ def test_a_namespaced_owner_in_another_namespace_is_absent_and_reported(server: 
     # dependent (a Warning event, as kube's graph builder records it)
 
     def reported() -> list[Obj]:
-        events = get(server, "/api/v1/namespaces/default/events")["items"]
+        events = get(server, "/api/v1/namespaces/{ns}/events")["items"]
         return [e for e in events if e["reason"] == "OwnerRefInvalidNamespace"]
 
     [event] = until(reported, "an OwnerRefInvalidNamespace event")
@@ -182,6 +184,7 @@ def test_a_namespaced_owner_in_another_namespace_is_absent_and_reported(server: 
     assert event["source"] == {"component": "garbage-collector-controller"}
 
 
+@pytest.mark.fresh_server  # it makes (and collects) namespaces
 def test_a_cluster_scoped_dependent_of_a_namespaced_owner_is_never_collected(
     server: Server,
 ) -> None:
@@ -275,8 +278,8 @@ def test_kubectl_delete_cascade(server: Server) -> None:
 def test_a_job_deleted_without_a_policy_orphans_its_dependents(server: Server) -> None:
     pod_spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
     job = {"metadata": {"name": "j"}, "spec": {"template": {"spec": pod_spec}}}
-    job = ok(server, "POST", "/apis/batch/v1/namespaces/default/jobs", job)
+    job = ok(server, "POST", "/apis/batch/v1/namespaces/{ns}/jobs", job)
     configmap(server, "dep", ref(job, controller=True))
-    server.request("DELETE", "/apis/batch/v1/namespaces/default/jobs/j")  # batch/v1: Orphan
-    until(lambda: gone(server, "/apis/batch/v1/namespaces/default/jobs/j"), "the job goes")
+    server.request("DELETE", "/apis/batch/v1/namespaces/{ns}/jobs/j")  # batch/v1: Orphan
+    until(lambda: gone(server, "/apis/batch/v1/namespaces/{ns}/jobs/j"), "the job goes")
     assert "ownerReferences" not in get(server, CM + "/dep")["metadata"]

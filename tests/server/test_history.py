@@ -1,4 +1,4 @@
-"""``<resource>/<name>/history`` over HTTP on a real ``kubelite serve --history-retention``: past
+"""``<resource>/<name>/history`` over HTTP on a server with ``--history-retention``: past
 versions after deletion, compaction and a restart; manager and operation of each write;
 discovery; RBAC on the subresource; 405 over etcd; one-line errors for a bad flag."""
 
@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, deployment, start_server, stop_server
+from harness import Server, deployment, start_in_process, stop_server
 from test_crds import CRDS, GIZMOS, gizmo_crd
 
 from etcdcluster import EtcdCluster
+from kubelite.api.retention import parse_retention
 
-RETENTION = ("--history-retention", "cm=10,deployments.apps=3,gizmos.example.org=2")
+#: ``--history-retention cm=10,deployments.apps=3,gizmos.example.org=2``
+RETENTION = parse_retention("cm=10,deployments.apps=3,gizmos.example.org=2")
 CM = "/api/v1/namespaces/default/configmaps"
 
 
@@ -33,7 +35,7 @@ def sqlite_only(storage_backend: str) -> None:
 def retaining(tmp_path: Path, sqlite_only: None) -> Iterator[Server]:
     """A server on SQLite keeping ConfigMaps' (10), Deployments' (3) and Gizmos' (2) past
     versions."""
-    srv = start_server(tmp_path / "data", None, *RETENTION)
+    srv = start_in_process(tmp_path / "data", history_retention=RETENTION)
     try:
         yield srv
     finally:
@@ -78,7 +80,7 @@ def current_revision(srv: Server) -> int:
 def test_history_outlives_deletion_compaction_and_restart(
     tmp_path: Path, sqlite_only: None
 ) -> None:
-    srv = start_server(tmp_path / "data", None, *RETENTION)
+    srv = start_in_process(tmp_path / "data", history_retention=RETENTION)
     try:
         revisions = write_timeline(srv, "app")
         ok(srv.request("POST", CM, configmap("later", {})), 201)
@@ -90,7 +92,7 @@ def test_history_outlives_deletion_compaction_and_restart(
         before_restart = ok(srv.request("GET", f"{CM}/app/history"))
     finally:
         stop_server(srv)
-    srv = start_server(tmp_path / "data", None, *RETENTION)
+    srv = start_in_process(tmp_path / "data", history_retention=RETENTION)
     try:
         listing = ok(srv.request("GET", f"{CM}/app/history"))
     finally:
@@ -211,7 +213,8 @@ def test_history_is_authorized_as_get_on_the_subresource(retaining: Server) -> N
 
 
 def test_over_etcd_history_is_405_with_a_clear_message(tmp_path: Path, etcd: EtcdCluster) -> None:
-    srv = start_server(tmp_path / "data", f"{etcd.url}?prefix=/{uuid.uuid4().hex}", *RETENTION)
+    storage = f"{etcd.url}?prefix=/{uuid.uuid4().hex}"
+    srv = start_in_process(tmp_path / "data", storage, history_retention=RETENTION)
     try:
         ok(srv.request("POST", CM, configmap("app", {"k": "a"})), 201)
         status, body = srv.request("GET", f"{CM}/app/history")

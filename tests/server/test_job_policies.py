@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from harness import Server
 
-JOBS = "/apis/batch/v1/namespaces/default/jobs"
+JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 POD = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
 PREFIX = 'Job.batch "j" is invalid: '
 

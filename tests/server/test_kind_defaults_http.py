@@ -5,9 +5,10 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import pytest
 from harness import Server
 
-NS = "/api/v1/namespaces/default"
+NS = "/api/v1/namespaces/{ns}"
 CONTAINER = {"name": "c", "image": "nginx"}
 
 
@@ -48,7 +49,7 @@ def test_pod_defaults_status_and_qos(server: Server) -> None:
 
 
 def test_deployment_defaults_on_create_and_update(server: Server) -> None:
-    path = "/apis/apps/v1/namespaces/default/deployments"
+    path = "/apis/apps/v1/namespaces/{ns}/deployments"
     body = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -80,7 +81,7 @@ def test_deployment_defaults_on_create_and_update(server: Server) -> None:
 def test_job_and_cron_job(server: Server) -> None:
     job = create(
         server,
-        "/apis/batch/v1/namespaces/default/jobs",
+        "/apis/batch/v1/namespaces/{ns}/jobs",
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
@@ -108,7 +109,7 @@ def test_job_and_cron_job(server: Server) -> None:
         assert job["spec"][key] == value
     cron = create(
         server,
-        "/apis/batch/v1/namespaces/default/cronjobs",
+        "/apis/batch/v1/namespaces/{ns}/cronjobs",
         {
             "apiVersion": "batch/v1",
             "kind": "CronJob",
@@ -132,6 +133,7 @@ def test_job_and_cron_job(server: Server) -> None:
     assert "backoffLimit" not in cron["spec"]["jobTemplate"]["spec"]
 
 
+@pytest.mark.fresh_server  # it makes a namespace team-a
 def test_namespace_label_kept(server: Server) -> None:
     made = create(
         server,
@@ -172,7 +174,7 @@ def test_a_new_claim_reads_pending(server: Server) -> None:
         "metadata": {"name": "c"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
-    code, made = server.request("POST", "/api/v1/namespaces/default/persistentvolumeclaims", body)
+    code, made = server.request("POST", "/api/v1/namespaces/{ns}/persistentvolumeclaims", body)
     assert code == 201, made
     assert made["status"] == {"phase": "Pending"}
     assert made["spec"]["volumeMode"] == "Filesystem"
@@ -192,7 +194,7 @@ def test_names_generated_before_defaults_and_labels(server: Server) -> None:
             }
         },
     }
-    code, made = server.request("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+    code, made = server.request("POST", "/apis/batch/v1/namespaces/{ns}/jobs", job)
     assert code == 201, made
     labels = made["spec"]["template"]["metadata"]["labels"]
     assert labels["job-name"] == labels["batch.kubernetes.io/job-name"] == made["metadata"]["name"]

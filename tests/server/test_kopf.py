@@ -18,7 +18,7 @@ from harness import Server
 HERE = Path(__file__).parent
 OPERATOR = HERE / "operators" / "widget_operator.py"
 CRD_FILE = HERE / "data" / "widgets-crd.yaml"
-WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+WIDGETS = "/apis/example.com/v1/namespaces/{ns}/widgets"
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from harness import Server
 from test_kopf import CRD_FILE, OPERATOR, exercise
@@ -105,6 +106,7 @@ def account_kubeconfig(server: Server, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.fresh_server  # the example's ClusterRole and ClusterRoleBinding, for default's account
 def test_kopf_runs_as_a_service_account_with_the_rbac_its_docs_list(
     server: Server, tmp_path: Path
 ) -> None:

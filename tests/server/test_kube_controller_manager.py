@@ -72,6 +72,7 @@ def managers(obj: dict[str, Any]) -> list[str]:
     return [m["manager"] for m in obj["metadata"].get("managedFields") or []]
 
 
+@pytest.mark.fresh_server  # it makes namespaces team-a and team-b
 def test_every_namespace_gets_a_default_service_account_again_after_a_delete(
     server: Server,
 ) -> None:
@@ -95,6 +96,7 @@ def test_every_namespace_gets_a_default_service_account_again_after_a_delete(
     assert names == ["serviceaccount/default"]
 
 
+@pytest.mark.fresh_server  # it makes a namespace team-c
 def test_every_namespace_gets_the_root_ca_config_map_restored_after_edits_and_deletes(
     server: Server,
 ) -> None:
@@ -141,7 +143,7 @@ def test_the_server_holds_the_controller_manager_lease_and_reports_its_queues(
     holder = spec["holderIdentity"]
     assert holder.count("_") >= 1
     assert len(holder.rsplit("_", 1)[1]) == 36
-    log = (server.data_dir.parent / "server.log").read_text()
+    log = server.log()
     assert "serviceaccount-controller" in log
     assert "this server leads (lease kube-system/kube-controller-manager)" in log
     metrics = server.kubectl("get", "--raw", "/metrics").stdout.splitlines()

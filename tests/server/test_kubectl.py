@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import ROOT_CA, Server
 
 CM_YAML = """apiVersion: v1
@@ -19,6 +20,7 @@ data:
 """
 
 
+@pytest.mark.fresh_server  # every namespace's ConfigMaps listed
 def test_create_get_delete(server: Server) -> None:
     out = server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
     assert "configmap/cm1 created" in out.stdout
@@ -101,6 +103,7 @@ spec:
 """
 
 
+@pytest.mark.fresh_server  # every namespace's ConfigMaps listed
 def test_get_prints_the_kinds_columns(server: Server) -> None:
     server.kubectl("create", "-f", "-", "--validate=false", input=CM_YAML)
     server.kubectl("create", "-f", "-", "--validate=false", input=DEPLOYMENT_YAML)
@@ -125,6 +128,7 @@ def test_scale_a_deployment(server: Server) -> None:
     assert got["metadata"]["generation"] == 2
 
 
+@pytest.mark.fresh_server  # it makes a namespace team-a
 def test_namespace_lifecycle(server: Server) -> None:
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n"
     server.kubectl("create", "-f", "-", "--validate=false", input=namespace)
@@ -166,6 +170,7 @@ def contained(expected: Any, got: Any) -> bool:
     return bool(expected == got)
 
 
+@pytest.mark.fresh_server  # it makes a namespace n
 def test_imperative_create_of_core_kinds_over_protobuf(server: Server, tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("hello file\n")
     (tmp_path / "bin").write_bytes(b"\x00\xff\x01")
@@ -238,6 +243,7 @@ def test_imperative_create_of_workloads_over_protobuf(server: Server) -> None:
     assert pdb["spec"]["minAvailable"] == "50%"
 
 
+@pytest.mark.fresh_server  # a ClusterRole, a ClusterRoleBinding, a PriorityClass
 def test_imperative_create_of_rbac_and_cluster_kinds_over_protobuf(server: Server) -> None:
     role = created_as_json_would_be(
         server, ["create", "role", "r", "--verb=get", "--resource=pods"], ["role", "r"]

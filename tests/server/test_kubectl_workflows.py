@@ -74,7 +74,7 @@ def test_delete_collection_by_label(server: Server) -> None:
         server.kubectl("create", "-f", "-", input=CM_YAML.replace("cm1", name))
     server.kubectl("label", "cm", "c", "app=other", "--overwrite")
     code, listing = server.request(
-        "DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=app%3Ddemo"
+        "DELETE", "/api/v1/namespaces/{ns}/configmaps?labelSelector=app%3Ddemo"
     )
     assert code == 200
     left = server.kubectl("get", "cm", "-o", "name").stdout.split()

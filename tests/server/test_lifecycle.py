@@ -13,6 +13,7 @@ from harness import Server, start_server, stop_server
 
 def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
     server = start_server(tmp_path / "data")
+    watching = threading.Event()
     ended = threading.Event()
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     req = urllib.request.Request(f"{server.url}/api/v1/configmaps?watch=1")
@@ -20,6 +21,8 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
 
     def watch() -> None:
         with urllib.request.urlopen(req, context=context, timeout=60) as resp:
+            resp.readline()  # an initial event (the root CA ConfigMaps): the stream is open
+            watching.set()
             resp.read()  # returns once the server ends the stream
         ended.set()
 
@@ -27,6 +30,7 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
     thread.start()
     try:
         server.request("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}})
+        assert watching.wait(30), "the watch never started"
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=20) == 0
         assert ended.wait(10), "the watch stream was not ended by the shutdown"
@@ -44,12 +48,12 @@ def test_sigterm_ends_watches_and_exits_cleanly(tmp_path: Path) -> None:
 
 def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> None:
     svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
-    server.request("POST", "/api/v1/namespaces/default/services", svc)
-    code, body = server.request("DELETE", "/api/v1/namespaces/default/services/s")
+    server.request("POST", "/api/v1/namespaces/{ns}/services", svc)
+    code, body = server.request("DELETE", "/api/v1/namespaces/{ns}/services/s")
     assert (code, body["kind"]) == (200, "Service")
-    server.request("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}})
+    server.request("POST", "/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "c"}})
     code, body = server.request(
-        "DELETE", "/api/v1/namespaces/default/configmaps/c", {"propagationPolicy": "Sideways"}
+        "DELETE", "/api/v1/namespaces/{ns}/configmaps/c", {"propagationPolicy": "Sideways"}
     )
     assert (code, body["reason"]) == (422, "Invalid")
     assert body["message"] == (
@@ -69,13 +73,13 @@ def test_delete_answers_per_kind_and_validates_propagation(server: Server) -> No
         ],
     }
     both = {"propagationPolicy": "Background", "orphanDependents": True}
-    code, body = server.request("DELETE", "/api/v1/namespaces/default/configmaps/c", both)
+    code, body = server.request("DELETE", "/api/v1/namespaces/{ns}/configmaps/c", both)
     assert (code, body["message"]) == (
         422,
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
         '"Background": orphanDependents and deletionPropagation cannot be both set',
     )
-    assert server.request("GET", "/api/v1/namespaces/default/configmaps/c")[0] == 200
+    assert server.request("GET", "/api/v1/namespaces/{ns}/configmaps/c")[0] == 200
 
 
 def test_sigterm_cuts_a_request_still_in_flight_after_the_drain_and_exits_cleanly(

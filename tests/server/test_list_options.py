@@ -14,10 +14,10 @@ from email.message import Message
 from typing import Any
 
 import pytest
-from harness import ROOT_CA, Server, wait_for_namespace_defaults
+from harness import ROOT_CA, Server
 
 NS = "/api/v1/namespaces"
-CM = f"{NS}/lists/configmaps"
+CM = NS + "/{ns}/configmaps"
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this "
@@ -30,10 +30,8 @@ Obj = dict[str, Any]
 
 
 def with_configmaps(server: Server, names: str) -> None:
-    """Namespace ``lists`` holding one ConfigMap per letter of ``names``, and the root CA
+    """The test's namespace holding one ConfigMap per letter of ``names``, and the root CA
     ConfigMap (``kube-root-ca.crt``, listed after ``e``) every namespace gets."""
-    assert server.request("POST", NS, {"metadata": {"name": "lists"}})[0] == 201
-    wait_for_namespace_defaults(server, "lists")
     for name in names:
         assert server.request("POST", CM, {"metadata": {"name": name}})[0] == 201
 
@@ -55,7 +53,7 @@ def token_fields(token: str) -> Obj:
 
 
 def get_with_headers(server: Server, path: str) -> tuple[int, Message, Obj]:
-    req = urllib.request.Request(server.url + path)
+    req = urllib.request.Request(server.url + server.path(path))
     req.add_header("Authorization", f"Bearer {server.token}")
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
     try:
@@ -81,7 +79,10 @@ def test_paged_list_reports_the_remaining_item_count(server: Server) -> None:
 
 def test_selector_list_has_no_remaining_item_count(server: Server) -> None:
     with_configmaps(server, "abcde")
-    for query in ("labelSelector=!missing", "fieldSelector=metadata.namespace%3Dlists"):
+    for query in (
+        "labelSelector=!missing",
+        f"fieldSelector=metadata.namespace%3D{server.namespace}",
+    ):
         names, meta = page(server, f"limit=2&{query}")
         assert names == ["a", "b"]
         assert "continue" in meta
@@ -198,6 +199,7 @@ def test_list_waits_for_a_resource_version_that_arrives(server: Server) -> None:
 # -- expired continue tokens --------------------------------------------------------------
 
 
+@pytest.mark.fresh_server  # it compacts the store
 def test_expired_continue_token_gets_a_fresh_token_at_the_latest_revision(
     server: Server,
 ) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -24,7 +24,8 @@ KUBE_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 
 
 @pytest.fixture
 def server(tmp_path: Path, storage_url: str | None) -> Iterator[Server]:
-    srv = start_server(tmp_path / "data", storage_url)
+    """A server of the test's own: the tests count every request and object it has."""
+    srv = start_in_process(tmp_path / "data", storage_url)
     try:
         yield srv
     finally:
@@ -39,7 +40,7 @@ def raw_request(
     content_type: str = "application/json",
     token: str | None = "default",
 ) -> tuple[int, dict[str, str], bytes]:
-    req = urllib.request.Request(server.url + path, data=body, method=method)
+    req = urllib.request.Request(server.url + server.path(path), data=body, method=method)
     if body is not None:
         req.add_header("Content-Type", content_type)
     if token is not None:
@@ -156,7 +157,7 @@ def test_metrics_need_a_token_and_can_be_turned_off(server: Server, tmp_path: Pa
     assert (code, json.loads(body)["reason"]) == (403, "Forbidden")  # system:anonymous
     code, _, body = raw_request(server, "GET", "/metrics", token="not-a-token")
     assert (code, json.loads(body)["reason"]) == (401, "Unauthorized")
-    off = start_server(tmp_path / "off", None, "--no-metrics")
+    off = start_in_process(tmp_path / "off", metrics=False)  # --no-metrics
     try:
         assert off.request("GET", "/metrics")[0] == 404
     finally:

@@ -404,6 +404,7 @@ spec: {size: 3}
 """
 
 
+@pytest.mark.fresh_server  # the manifest's Widget is in namespace default
 def test_kubectl_applies_crd_and_object_from_one_file(server: Server, tmp_path: Path) -> None:
     """kubectl validates the Widget against v2 (its CRD is not there yet, so v3 has no
     document for it), finds no definition, then cannot map the kind: kube's message. Applied

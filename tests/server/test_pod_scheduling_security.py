@@ -8,25 +8,14 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server
 
-PODS = "/api/v1/namespaces/default/pods"
+PODS = "/api/v1/namespaces/{ns}/pods"
 CTR = {"name": "c", "image": "nginx"}
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(Path(tmp_path_factory.mktemp("podsched")) / "data")
-    try:
-        yield srv
-    finally:
-        stop_server(srv)
 
 
 def pod(name: str, container: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
@@ -484,7 +473,7 @@ def test_template_priority_class_and_overhead(server: Server) -> None:
         "metadata": {"name": "d"},
         "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template},
     }
-    code, status = server.request("POST", "/apis/apps/v1/namespaces/default/deployments", body)
+    code, status = server.request("POST", "/apis/apps/v1/namespaces/{ns}/deployments", body)
     assert (code, status.get("message")) == (
         422,
         'Deployment.apps "d" is invalid: ['

@@ -6,28 +6,18 @@ accepted."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server
 
-PODS = "/api/v1/namespaces/default/pods"
+PODS = "/api/v1/namespaces/{ns}/pods"
 SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 CLAIM = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(tmp_path_factory.mktemp("podvol") / "data")
-    try:
-        yield srv
-    finally:
-        stop_server(srv)
 
 
 def pod(
@@ -471,7 +461,7 @@ def test_ephemeral_containers_are_refused_on_create_and_in_templates(server: Ser
         "metadata": {"name": "t"},
         "template": {"spec": {**pod()["spec"], "ephemeralContainers": debug}},
     }
-    code, status = server.request("POST", "/api/v1/namespaces/default/podtemplates", template)
+    code, status = server.request("POST", "/api/v1/namespaces/{ns}/podtemplates", template)
     assert (code, status.get("message")) == (
         422,
         'PodTemplate "t" is invalid: template.spec.ephemeralContainers: Forbidden: '

@@ -102,7 +102,7 @@ def test_a_custom_kind_is_checked_against_its_crd_schema(server: Server) -> None
     code, got = server.request("POST", CRDS, crd)
     assert code == 201, got
     deadline = time.monotonic() + 20
-    while server.request("GET", "/apis/example.org/v1/namespaces/default/gadgets")[0] != 200:
+    while server.request("GET", "/apis/example.org/v1/namespaces/{ns}/gadgets")[0] != 200:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     body = vap("gadgets", "example.org", "gadgets", "object.spec.sise > 1")

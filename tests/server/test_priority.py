@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from harness import Server
 
-PODS = "/api/v1/namespaces/default/pods"
+PODS = "/api/v1/namespaces/{ns}/pods"
 CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 
 
@@ -43,6 +44,7 @@ def test_system_classes_exist_and_resolve(server: Server) -> None:
     assert made["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
 
 
+@pytest.mark.fresh_server  # a global default class applies to every pod
 def test_a_users_class_and_the_global_default(server: Server) -> None:
     status, _ = server.request(
         "POST", CLASSES, priority_class("high", 1000, preemptionPolicy="Never")

@@ -183,7 +183,7 @@ def test_malformed_and_unsupported_bodies() -> None:
 def test_server_answers_400_for_malformed_and_415_for_unsupported_protobuf(
     server: Server,
 ) -> None:
-    path = "/api/v1/namespaces/default/configmaps"
+    path = "/api/v1/namespaces/{ns}/configmaps"
     protobuf = "application/vnd.kubernetes.protobuf"
     code, body = server.request("POST", path, raw=CONFIGMAP_BODY[:30], content_type=protobuf)
     assert code == 400

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from harness import Server
 
-NS = "/api/v1/namespaces/default"
+NS = "/api/v1/namespaces/{ns}"
 
 
 def create(server: Server, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def test_container_resources_are_rounded_up_to_milli(server: Server) -> None:
     assert made["spec"]["initContainers"][0]["resources"] == {"requests": {"cpu": "101m"}}
     deployment = create(
         server,
-        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/apps/v1/namespaces/{ns}/deployments",
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -169,6 +170,7 @@ def test_container_resources_are_rounded_up_to_milli(server: Server) -> None:
     assert container["resources"] == {"limits": {"cpu": "1m"}}
 
 
+@pytest.mark.fresh_server  # it makes a PersistentVolume and a Node
 def test_every_resource_list_of_core_kinds_is_rounded_up_to_milli(server: Server) -> None:
     """The generated SetDefaults_ResourceList calls beyond pods: LimitRange items (after
     their own defaults), ResourceQuota hard, PV capacity, Node capacity and allocatable."""

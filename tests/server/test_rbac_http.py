@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 
+#: the tests grant and revoke (ClusterRoleBindings among them) what the same users may do
+pytestmark = pytest.mark.fresh_server
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
@@ -281,7 +283,7 @@ DEPLOYMENT = {
 
 @pytest.fixture
 def always_allow(tmp_path: Path) -> Any:
-    srv = start_server(tmp_path / "data", None, "--authorization-mode", "AlwaysAllow")
+    srv = start_in_process(tmp_path / "data", authorization_mode="AlwaysAllow")
     try:
         yield srv
     finally:

@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from harness import Server
 
+#: the tests grant and revoke (ClusterRoleBindings among them) what the same users may do
+pytestmark = pytest.mark.fresh_server
+
 
 def user_kubeconfig(server: Server, tmp_path: Path, user: str, *groups: str) -> dict[str, str]:
     """The environment of kubectl acting as ``user`` with a kubeconfig from

@@ -9,8 +9,12 @@ import json
 import ssl
 from typing import Any
 
+import pytest
 from harness import Server
 from test_rbac_http import Cert, binding, create, role, user, user_cert
+
+#: the tests grant and revoke (ClusterRoleBindings among them) what the same users may do
+pytestmark = pytest.mark.fresh_server
 
 CMS = "/api/v1/namespaces/default/configmaps"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"

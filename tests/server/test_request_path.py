@@ -11,10 +11,10 @@ import pytest
 from harness import ROOT_CA, Server
 
 NS = "/api/v1/namespaces"
-CM = "/api/v1/namespaces/default/configmaps"
-APPS = "/apis/apps/v1/namespaces/default"
-JOBS = "/apis/batch/v1/namespaces/default/jobs"
-RC = "/api/v1/namespaces/default/replicationcontrollers"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+APPS = "/apis/apps/v1/namespaces/{ns}"
+JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
+RC = "/api/v1/namespaces/{ns}/replicationcontrollers"
 MERGE = "application/merge-patch+json"
 
 Obj = dict[str, Any]
@@ -56,6 +56,7 @@ def test_kubectl_scale_dry_run_server_writes_nothing(server: Server) -> None:
     assert scaled["metadata"]["generation"] == 2  # a scale is a spec change
 
 
+@pytest.mark.fresh_server  # it makes a namespace keep
 def test_namespace_delete_honours_dry_run_in_the_delete_options_body(server: Server) -> None:
     server.request("POST", NS, {"metadata": {"name": "keep"}})
     code, answer = server.request("DELETE", NS + "/keep", {"dryRun": ["All"]})
@@ -281,7 +282,7 @@ def test_discovery_lists_the_verbs_each_storage_serves(server: Server) -> None:
 
 def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
-    pods = "/api/v1/namespaces/default/pods"
+    pods = "/api/v1/namespaces/{ns}/pods"
     server.request("POST", pods, pod)
     binding = {
         "metadata": {"name": "p", "annotations": {"bound": "yes"}},
@@ -295,37 +296,36 @@ def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
     assert {"type": "PodScheduled", "status": "True"} in bound["status"]["conditions"]
     assert bound["metadata"]["generation"] == 1  # a binding bypasses the pod strategy
     stale = {**binding, "metadata": {**binding["metadata"], "resourceVersion": "1"}}
-    code, body = server.request("POST", "/api/v1/namespaces/default/bindings", stale)
+    code, body = server.request("POST", "/api/v1/namespaces/{ns}/bindings", stale)
     assert code == 409
     assert body["message"].startswith(
         'Operation cannot be fulfilled on pods "p": Precondition failed: ResourceVersion in '
         "precondition: 1, ResourceVersion in object meta: "
     )
-    code, body = server.request("POST", "/api/v1/namespaces/default/bindings", binding)
+    code, body = server.request("POST", "/api/v1/namespaces/{ns}/bindings", binding)
     assert code == 409
     assert body["message"] == (
         'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node '
         '"node-1"'
     )
-    assert server.request("GET", "/api/v1/namespaces/default/bindings/p")[0] == 405
+    assert server.request("GET", "/api/v1/namespaces/{ns}/bindings/p")[0] == 405
 
 
 def test_delete_answers_with_the_object_for_kinds_that_return_it(server: Server) -> None:
-    server.request(
-        "POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "a"}}
-    )
-    code, answer = server.request("DELETE", "/api/v1/namespaces/default/serviceaccounts/a")
+    server.request("POST", "/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "a"}})
+    code, answer = server.request("DELETE", "/api/v1/namespaces/{ns}/serviceaccounts/a")
     assert (code, answer["kind"]) == (200, "ServiceAccount")
     server.request("POST", CM, {"metadata": {"name": "s"}})
     code, answer = server.request("DELETE", CM + "/s")
     assert (code, answer["kind"]) == (200, "Status")
 
 
+@pytest.mark.fresh_server  # every namespace's ConfigMaps listed
 def test_collection_paths_serve_only_collection_verbs(server: Server) -> None:
     """PUT and PATCH name an object; across all namespaces a namespaced resource serves only
     list and watch. Nothing is stored by a refused request."""
     svc = {"metadata": {"generateName": "s-"}, "spec": {"ports": [{"port": 80}]}}
-    assert server.request("PUT", "/api/v1/namespaces/default/services", svc)[0] == 405
+    assert server.request("PUT", "/api/v1/namespaces/{ns}/services", svc)[0] == 405
     assert server.request("PATCH", CM, {"data": {"a": "b"}}, MERGE)[0] == 405
     assert server.request("POST", "/api/v1/configmaps", {"metadata": {"name": "x"}})[0] == 405
     assert server.request("DELETE", "/api/v1/configmaps")[0] == 405
@@ -333,6 +333,6 @@ def test_collection_paths_serve_only_collection_verbs(server: Server) -> None:
     assert code == 200
     # only the root CA ConfigMap of each namespace, as on any cluster
     assert [i["metadata"]["name"] for i in everything["items"]] == [ROOT_CA] * 4
-    _, services = server.request("GET", "/api/v1/namespaces/default/services")
+    _, services = server.request("GET", "/api/v1/namespaces/{ns}/services")
     # only the Service every cluster has (default/kubernetes)
     assert [s["metadata"]["name"] for s in services["items"]] == ["kubernetes"]

@@ -63,9 +63,9 @@ def test_verbs_a_kind_does_not_serve_are_405(server: Server) -> None:
     code, body = server.request("POST", "/api/v1/componentstatuses", {"metadata": {"name": "x"}})
     assert code == 405
     assert body["message"] == "the server does not allow this method on the requested resource"  # type: ignore[index]
-    code, _ = server.request("GET", "/api/v1/namespaces/default/finalize")
+    code, _ = server.request("GET", "/api/v1/namespaces/{ns}/finalize")
     assert code == 405
-    code, _ = server.request("DELETE", "/api/v1/namespaces/default/status")
+    code, _ = server.request("DELETE", "/api/v1/namespaces/{ns}/status")
     assert code == 405
-    code, _ = server.request("GET", "/api/v1/namespaces/default/status")
+    code, _ = server.request("GET", "/api/v1/namespaces/{ns}/status")
     assert code == 200

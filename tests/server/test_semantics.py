@@ -10,9 +10,9 @@ import urllib.request
 
 from harness import ROOT_CA, Server
 
-CM = "/api/v1/namespaces/default/configmaps"
-DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
-LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+CM = "/api/v1/namespaces/{ns}/configmaps"
+DEPLOY = "/apis/apps/v1/namespaces/{ns}/deployments"
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
 
 
 def deployment(name: str, replicas: int = 1) -> dict[str, object]:
@@ -134,7 +134,7 @@ def test_watch_answers_200_before_the_first_event(server: Server) -> None:
     _, listing = server.request("GET", CM)
     rv = listing["metadata"]["resourceVersion"]  # type: ignore[index]
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    req = urllib.request.Request(f"{server.url}{CM}?watch=1&resourceVersion={rv}")
+    req = urllib.request.Request(f"{server.url}{server.path(CM)}?watch=1&resourceVersion={rv}")
     req.add_header("Authorization", f"Bearer {server.token}")
     with urllib.request.urlopen(req, context=context, timeout=30) as resp:
         assert resp.status == 200  # urlopen returns once the head is in: no event exists yet

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server, start_server, stop_server
+from harness import Server, start_in_process, stop_server
 
-SERVICES = "/api/v1/namespaces/default/services"
+from kubelite.api.kinds.allocation import ServiceRanges
+
+SERVICES = "/api/v1/namespaces/{ns}/services"
 
 
 def svc(name: str, **spec: Any) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def in_range(ip: str) -> bool:
 
 
 def test_the_kubernetes_service_exists(server: Server) -> None:
-    code, got = server.request("GET", f"{SERVICES}/kubernetes")
+    code, got = server.request("GET", "/api/v1/namespaces/default/services/kubernetes")
     assert code == 200, got
     assert got["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}  # type: ignore[index]
     spec: Any = got["spec"]
@@ -290,8 +292,8 @@ def test_two_servers_over_one_etcd_never_share_an_ip(
 ) -> None:
     if storage_url is None:
         pytest.skip("two servers share a store only over etcd (--storage-backend etcd)")
-    first = start_server(tmp_path / "a", storage_url)
-    second = start_server(tmp_path / "b", storage_url)
+    first = start_in_process(tmp_path / "a", storage_url)
+    second = start_in_process(tmp_path / "b", storage_url)
     try:
         results: list[tuple[int, Any]] = []
         lock = threading.Lock()
@@ -321,15 +323,10 @@ def test_two_servers_over_one_etcd_never_share_an_ip(
         stop_server(first)
 
 
-def test_the_service_ranges_come_from_the_command_line(
-    tmp_path: Path, storage_url: str | None
-) -> None:
-    srv = start_server(
-        tmp_path / "data",
-        storage_url,
-        "--service-cluster-ip-range=10.100.0.0/24",
-        "--service-node-port-range=31000-31010",
-    )
+def test_the_service_ranges_come_from_the_options(tmp_path: Path, storage_url: str | None) -> None:
+    # --service-cluster-ip-range=10.100.0.0/24 --service-node-port-range=31000-31010
+    ranges = ServiceRanges.parse("10.100.0.0/24", "31000-31010")
+    srv = start_in_process(tmp_path / "data", storage_url, service_ranges=ranges)
     try:
         _, kubernetes = srv.request("GET", "/api/v1/namespaces/default/services/kubernetes")
         assert kubernetes["spec"]["clusterIP"] == "10.100.0.1"

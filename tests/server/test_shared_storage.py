@@ -10,10 +10,10 @@ from typing import Any
 
 from harness import Server
 
-CORE_EVENTS = "/api/v1/namespaces/default/events"
-NEW_EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
-HPA_V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
-HPA_V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+CORE_EVENTS = "/api/v1/namespaces/{ns}/events"
+NEW_EVENTS = "/apis/events.k8s.io/v1/namespaces/{ns}/events"
+HPA_V1 = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
+HPA_V2 = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 
 
 def _ok(server: Server, method: str, path: str, body: Any = None) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def test_an_event_written_at_v1_is_read_listed_and_deleted_at_events_k8s_io(
         CORE_EVENTS,
         {
             "metadata": {"name": "web.1"},
-            "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+            "involvedObject": {"kind": "Pod", "name": "web", "namespace": server.namespace},
             "reason": "Started",
             "message": "container started",
             "type": "Normal",
@@ -74,7 +74,9 @@ def test_a_watch_at_events_k8s_io_sees_core_events_in_its_own_shape(server: Serv
     listing = _ok(server, "GET", NEW_EVENTS)
     rv = listing["metadata"]["resourceVersion"]
     context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
-    req = urllib.request.Request(f"{server.url}{NEW_EVENTS}?watch=1&resourceVersion={rv}")
+    req = urllib.request.Request(
+        f"{server.url}{server.path(NEW_EVENTS)}?watch=1&resourceVersion={rv}"
+    )
     req.add_header("Authorization", f"Bearer {server.token}")
     with urllib.request.urlopen(req, context=context, timeout=30) as resp:
         _ok(

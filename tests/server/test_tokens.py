@@ -18,21 +18,22 @@ def test_kubectl_create_token_authenticates_as_the_service_account(server: Serve
     token = server.kubectl("create", "token", "robot").stdout.strip()
     whoami = json.loads(server.kubectl("--token", token, "auth", "whoami", "-o", "json").stdout)
     info = whoami["status"]["userInfo"]
-    assert info["username"] == "system:serviceaccount:default:robot"
+    ns = server.namespace
+    assert info["username"] == f"system:serviceaccount:{ns}:robot"
     assert info["groups"] == [
         "system:serviceaccounts",
-        "system:serviceaccounts:default",
+        f"system:serviceaccounts:{ns}",
         "system:authenticated",
     ]
     refused = server.kubectl("--token", token, "create", "configmap", "x", check=False)
     assert (
-        'configmaps is forbidden: User "system:serviceaccount:default:robot" cannot create '
-        'resource "configmaps" in API group "" in the namespace "default"'
+        f'configmaps is forbidden: User "system:serviceaccount:{ns}:robot" cannot create '
+        f'resource "configmaps" in API group "" in the namespace "{ns}"'
     ) in refused.stderr
     server.kubectl("create", "rolebinding", "robot-edit", "--clusterrole=edit",
-                   "--serviceaccount=default:robot")  # fmt: skip
+                   f"--serviceaccount={ns}:robot")  # fmt: skip
     server.kubectl("--token", token, "create", "configmap", "made-by-robot")
-    assert server.request("GET", "/api/v1/namespaces/default/configmaps/made-by-robot")[0] == 200
+    assert server.request("GET", "/api/v1/namespaces/{ns}/configmaps/made-by-robot")[0] == 200
     code, review = server.request("POST", TOKEN_REVIEWS, {"spec": {"token": token}})
     assert code == 201
     assert review["status"]["authenticated"] is True  # type: ignore[index]

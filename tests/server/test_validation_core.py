@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from harness import ROOT_CA, Server
 
-NS = "/api/v1/namespaces/default"
+NS = "/api/v1/namespaces/{ns}"
 LABEL_NAME = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
     "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "

@@ -12,7 +12,7 @@ from harness import Server
 
 POD = {"containers": [{"name": "c", "image": "nginx"}]}
 TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD}
-NS = "/apis/{group}/namespaces/default/{plural}"
+NS = "/apis/{group}/namespaces/{ns}/{plural}"
 
 
 def obj(api: str, kind: str, name: str, spec: dict[str, Any] | None = None, **top: Any) -> Any:
@@ -46,19 +46,19 @@ ROLE_REF = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"
 # (collection path, body, kube's message)
 INVALID = [
     (
-        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/apps/v1/namespaces/{ns}/deployments",
         deployment(template={"metadata": {"labels": {"app": "y"}}, "spec": POD}),
         'Deployment.apps "d" is invalid: spec.template.metadata.labels: Invalid value: '
         '{"app":"y"}: `selector` does not match template `labels`',
     ),
     (
-        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/apps/v1/namespaces/{ns}/deployments",
         deployment(replicas=-1),
         'Deployment.apps "d" is invalid: spec.replicas: Invalid value: -1: '
         "must be greater than or equal to 0",
     ),
     (
-        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/apps/v1/namespaces/{ns}/deployments",
         deployment(
             strategy={
                 "type": "RollingUpdate",
@@ -69,19 +69,19 @@ INVALID = [
         "Invalid value: 0: may not be 0 when `maxSurge` is 0",
     ),
     (
-        "/apis/apps/v1/namespaces/default/replicasets",
+        "/apis/apps/v1/namespaces/{ns}/replicasets",
         obj("apps/v1", "ReplicaSet", "rs", {"selector": {}, "template": TEMPLATE}),
         'ReplicaSet.apps "rs" is invalid: spec.selector: Invalid value: {}: '
         "empty selector is invalid for deployment",
     ),
     (
-        "/apis/batch/v1/namespaces/default/jobs",
+        "/apis/batch/v1/namespaces/{ns}/jobs",
         obj("batch/v1", "Job", "j", {**JOB, "backoffLimit": -1}),
         'Job.batch "j" is invalid: spec.backoffLimit: Invalid value: -1: '
         "must be greater than or equal to 0",
     ),
     (
-        "/apis/batch/v1/namespaces/default/jobs",
+        "/apis/batch/v1/namespaces/{ns}/jobs",
         obj(
             "batch/v1",
             "Job",
@@ -98,13 +98,13 @@ INVALID = [
         'valid values: "OnFailure", "Never"',
     ),
     (
-        "/apis/batch/v1/namespaces/default/cronjobs",
+        "/apis/batch/v1/namespaces/{ns}/cronjobs",
         obj("batch/v1", "CronJob", "cj", {**CRON, "schedule": "bad"}),
         'CronJob.batch "cj" is invalid: spec.schedule: Invalid value: "bad": '
         "expected exactly 5 fields, found 1: [bad]",
     ),
     (
-        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
         obj(
             "networking.k8s.io/v1",
             "Ingress",
@@ -119,7 +119,7 @@ INVALID = [
         'Invalid value: "api": must be an absolute path',
     ),
     (
-        "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
         obj(
             "networking.k8s.io/v1",
             "NetworkPolicy",
@@ -130,7 +130,7 @@ INVALID = [
         'Unsupported value: "Sideways": supported values: "Ingress", "Egress"',
     ),
     (
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
         obj(RBAC, "Role", "r", rules=[{"apiGroups": [""], "resources": ["pods"]}]),
         'Role.rbac.authorization.k8s.io "r" is invalid: rules[0].verbs: Required value: '
         "verbs must contain at least one value",
@@ -166,15 +166,15 @@ def test_invalid_objects_are_refused(server: Server, path: str, body: Any, messa
 
 
 VALID = [
-    ("/apis/apps/v1/namespaces/default/deployments", deployment()),
-    ("/apis/batch/v1/namespaces/default/jobs", obj("batch/v1", "Job", "j", JOB)),
-    ("/apis/batch/v1/namespaces/default/cronjobs", obj("batch/v1", "CronJob", "cj", CRON)),
+    ("/apis/apps/v1/namespaces/{ns}/deployments", deployment()),
+    ("/apis/batch/v1/namespaces/{ns}/jobs", obj("batch/v1", "Job", "j", JOB)),
+    ("/apis/batch/v1/namespaces/{ns}/cronjobs", obj("batch/v1", "CronJob", "cj", CRON)),
     (
-        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
         obj("networking.k8s.io/v1", "Ingress", "i", {"rules": [RULE]}),
     ),
     (
-        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
         obj(
             RBAC,
             "RoleBinding",
@@ -193,7 +193,7 @@ def test_valid_objects_are_accepted(server: Server, path: str, body: Any) -> Non
 
 
 def test_immutable_on_update(server: Server) -> None:
-    path = "/apis/apps/v1/namespaces/default/deployments"
+    path = "/apis/apps/v1/namespaces/{ns}/deployments"
     code, created = server.request("POST", path, deployment())
     assert code == 201, created
     changed = copy.deepcopy(created)
@@ -207,7 +207,7 @@ def test_immutable_on_update(server: Server) -> None:
     )
     code, stored = server.request("GET", f"{path}/d")
     assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]  # type: ignore[index]
-    rb = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+    rb = "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"
     code, binding = server.request("POST", rb, VALID[-1][1])
     assert code == 201, binding
     binding["roleRef"]["name"] = "other"  # type: ignore[index]

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from harness import Server
 
-RC = "/api/v1/namespaces/default/replicationcontrollers"
-APPS = "/apis/apps/v1/namespaces/default/"
-JOBS = "/apis/batch/v1/namespaces/default/jobs"
+RC = "/api/v1/namespaces/{ns}/replicationcontrollers"
+APPS = "/apis/apps/v1/namespaces/{ns}/"
+JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 LABELS = {"app": "a"}
 
 
