@@ -369,8 +369,8 @@ def test_kubectl_server_side_apply_request_errors(server: Server) -> None:
     result = ssa(server, unknown, check=False)
     assert result.returncode == 1
     assert result.stderr == (
-        f"Error from server (BadRequest): failed to create typed patch object ({server.namespace}/uk; /v1, "
-        "Kind=ConfigMap): .extra: field not declared in schema\n"
+        "Error from server (BadRequest): failed to create typed patch object "
+        f"({server.namespace}/uk; /v1, Kind=ConfigMap): .extra: field not declared in schema\n"
     )
     assert server.request("GET", CM + "/uk")[0] == 404
 
