@@ -95,7 +95,6 @@ def validate_cost() -> float:
     """Microseconds per plugin call for one matching policy, in process (the namespaces read
     from memory, as the server's mirror holds them)."""
     from kubelite.api.admission import UPDATE, Attributes
-    from kubelite.api.authn import ADMIN
     from kubelite.api.catalogue import load_builtin_catalogue
     from kubelite.api.kinds import new_registry
     from kubelite.api.kinds.defaults.platform import (
@@ -104,6 +103,7 @@ def validate_cost() -> float:
     )
     from kubelite.api.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
     from kubelite.api.policy.source import NamespaceMirror
+    from kubelite.api.user import ADMIN
     from kubelite.storage import StoreOptions, open_store
 
     async def run() -> float:

@@ -22,7 +22,7 @@ SIZES = (2000, 12000)
 
 WORKLOAD = r"""
 import asyncio, sys
-from kubelite.api.authn import ADMIN, User
+from kubelite.api.user import ADMIN, User
 from kubelite.api.kinds.flowcontrol import (mandatory, mandatory_levels, mandatory_schemas,
                                            suggested_levels, suggested_schemas)
 from kubelite.api.request import RequestInfo

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api.admission import CREATE, Attributes
-from kubelite.api.authn import ADMIN, User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds import new_registry
@@ -14,6 +13,7 @@ from kubelite.api.policy import PolicySet, ValidatingPolicyAdmission, compile_po
 from kubelite.api.policy.source import NamespaceMirror
 from kubelite.api.registry import Registry
 from kubelite.api.rest import Warnings
+from kubelite.api.user import ADMIN, User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -17,8 +17,8 @@ from kubelite.api.admissionrules import (
     rule_matches,
     selector_matches,
 )
-from kubelite.api.authn import ADMIN
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
+from kubelite.api.user import ADMIN
 
 Obj = dict[str, Any]
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from kubelite.api.admission import CREATE, DELETE, Admission, Attributes, Reinvocation
-from kubelite.api.authn import ADMIN
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.rest import Warnings
+from kubelite.api.user import ADMIN
 from kubelite.api.webhookclient import CallFailed, Response
 from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks
 from kubelite.api.webhooks.calling import denial

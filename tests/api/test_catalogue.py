@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 
 from kubelite.api import catalogue as cat
-from kubelite.api import catalogue_extra as extra
 from kubelite.api.catalogue import (
     STANDARD_VERBS,
     Catalogue,
     CatalogueError,
     Column,
     ResourceInfo,
+    extra,
     load_builtin_catalogue,
 )
+from kubelite.server import table as rendering
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +371,7 @@ NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def cells(i: ResourceInfo, obj: dict[str, Any]) -> dict[str, object]:
-    return {c.name: cat.render_cell(c, obj, NOW) for c in i.table_columns}
+    return {c.name: rendering.render_cell(c, obj, NOW) for c in i.table_columns}
 
 
 def test_table_cells_for_common_kinds(catalogue: Catalogue) -> None:
@@ -435,7 +436,7 @@ def test_every_column_renders_an_empty_object(catalogue: Catalogue) -> None:
     for i in catalogue:
         assert i.table_columns[0].name == "Name"
         for column in i.table_columns:
-            cat.render_cell(column, {}, NOW)  # every path parses; no render mode fails
+            rendering.render_cell(column, {}, NOW)  # every path parses; no render mode fails
 
 
 def test_json_path_values() -> None:
@@ -452,7 +453,7 @@ def test_json_path_values() -> None:
     with pytest.raises(ValueError, match="unsupported JSON path"):
         cat.json_path_values("a.b", obj)
     column = Column("X", json_path=".a.b[*].n")
-    assert cat.render_cell(column, obj) == "1,2,3"
+    assert rendering.render_cell(column, obj) == "1,2,3"
 
 
 @pytest.mark.parametrize(
@@ -474,4 +475,4 @@ def test_json_path_values() -> None:
     ],
 )
 def test_human_duration(seconds: int, shown: str) -> None:
-    assert cat.human_duration(seconds) == shown
+    assert rendering.human_duration(seconds) == shown

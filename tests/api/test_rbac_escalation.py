@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from rbac_helpers import RulesAuthorizer
 
-from kubelite.api.authn import ADMIN, User
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import BuiltinKinds
@@ -21,6 +20,7 @@ from kubelite.api.rbaccover import aggregate, breakdown, compact, compact_string
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, Creater, Updater, WriteOptions
+from kubelite.api.user import ADMIN, User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

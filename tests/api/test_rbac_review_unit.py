@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from kubelite import cli
-from kubelite.api.authn import User
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import aggregate_all
 from kubelite.api.kinds import new_registry
@@ -21,6 +20,7 @@ from kubelite.api.rbac import forbidden, rule_allows
 from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.request import RequestInfo
 from kubelite.api.stored import storage_key
+from kubelite.api.user import User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.authn import User
 from kubelite.api.rbac import forbidden, rule_allows, subject_matches
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 BOB = User("bob", ("devs", "system:authenticated"))
 

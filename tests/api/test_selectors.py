@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
+from kubelite.api.catalogue.fieldlabels import NOT_KNOWN, FieldLabel
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.crds import infos as crd_infos
 from kubelite.api.selectors import (
-    NOT_KNOWN,
-    FieldLabel,
     FieldSelector,
     Selection,
     SelectorError,

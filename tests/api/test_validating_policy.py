@@ -12,12 +12,12 @@ import pytest
 from policy_helpers import Fixture, binding, deployment, policy
 
 from kubelite.api.admission import DELETE, UPDATE
-from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
 from kubelite.api.policy.validating import reason_code
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

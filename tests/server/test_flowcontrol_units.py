@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.authn import User
 from kubelite.api.kinds.flowcontrol import (
     mandatory,
     mandatory_levels,
@@ -22,6 +21,7 @@ from kubelite.api.kinds.flowcontrol import (
 )
 from kubelite.api.request import RequestInfo
 from kubelite.api.shufflesharding import deal, required_entropy_bits
+from kubelite.api.user import User
 from kubelite.server.flowcontrol.allocation import Item, allocate
 from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.flowcontrol.filter import Dropped

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from kubelite.api.authn import User
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Warnings
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 
@@ -110,3 +110,16 @@ class Admission:
     async def validate(self, attrs: Attributes) -> None:
         for plugin in self.validating:
             await plugin.validate(attrs)
+
+
+NAMESPACES = "namespaces"
+
+
+def request_namespace(info: ResourceInfo, namespace: str | None, name: str) -> str | None:
+    """The namespace of a write as kube's admission attributes carry it: the request's, and
+    for a Namespace itself its own name (kube's RequestInfo reads ``/api/v1/namespaces/<n>``
+    so, and its create handler sets it from the object's name), which webhooks see as
+    ``request.namespace`` and policies as ``request.namespace``."""
+    if info.group == "" and info.plural == NAMESPACES:
+        return name or None
+    return namespace

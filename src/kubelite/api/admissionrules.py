@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kubelite.api.admission import Attributes
-from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.admission import NAMESPACES, Attributes
 from kubelite.api.selectors import SelectorError, label_selector_of
 
 Obj = dict[str, Any]
@@ -36,22 +35,11 @@ EXEMPT_RESOURCES = frozenset(
         "mutatingadmissionpolicybindings",
     }
 )
-NAMESPACES = "namespaces"
 #: (name) -> the labels of that namespace, or None when it does not exist
 NamespaceLabels = Callable[[str], Awaitable[Mapping[str, str] | None]]
 #: (name) -> that Namespace, or None when it does not exist (the server's namespaces held in
 #: memory: ``kubelite.api.policy.NamespaceMirror.get``, kube's namespace lister)
 NamespaceLookup = Callable[[str], Awaitable[Obj | None]]
-
-
-def request_namespace(info: ResourceInfo, namespace: str | None, name: str) -> str | None:
-    """The namespace of a write as kube's admission attributes carry it: the request's, and
-    for a Namespace itself its own name (kube's RequestInfo reads ``/api/v1/namespaces/<n>``
-    so, and its create handler sets it from the object's name), which webhooks see as
-    ``request.namespace`` and policies as ``request.namespace``."""
-    if info.group == "" and info.plural == NAMESPACES:
-        return name or None
-    return namespace
 
 
 def exempt(attrs: Attributes) -> bool:

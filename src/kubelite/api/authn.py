@@ -37,6 +37,7 @@ from cryptography.x509.oid import NameOID
 
 from kubelite.api import errors
 from kubelite.api.errors import Cause
+from kubelite.api.user import ADMIN, User
 
 Obj = dict[str, Any]
 
@@ -51,30 +52,6 @@ AUTHENTICATED_GROUP = "system:authenticated"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 #: the subject attribute kube reads a certificate user's uid from (asn1util.X509UID)
 UID_OID = x509.ObjectIdentifier("1.3.6.1.4.1.57683.2")
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    groups: tuple[str, ...]
-    uid: str = ""
-    #: (key, values) pairs, as kube's ``user.Info.GetExtra()``
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    def info(self) -> Obj:
-        """The user as kube's ``UserInfo`` (SelfSubjectReview, TokenReview, audit events)."""
-        out: Obj = {"username": self.name}
-        if self.uid:
-            out["uid"] = self.uid
-        out["groups"] = list(self.groups)
-        if self.extra:
-            out["extra"] = {key: list(values) for key, values in self.extra}
-        return out
-
-
-ADMIN = User("kubelite-admin", ("system:masters", "system:authenticated"))
-#: A request without credentials (allowed only on the public paths).
-ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
-from kubelite.api.authn import User
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

@@ -2,7 +2,7 @@
 
 kube-apiserver stores each kind once, at its storage version, and converts on every read and
 write to the version the client asked for. Two built-in kinds are served at more than one version
-in Kubernetes 1.37 (catalogue_extra.SHARED_STORAGE):
+in Kubernetes 1.37 (catalogue.extra.SHARED_STORAGE):
 
 - Event: ``v1`` (stored) and ``events.k8s.io/v1``, which renames fields
   (pkg/apis/events/v1/conversion.go and the internal type's JSON names);

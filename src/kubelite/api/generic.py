@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubelite.api import deletion, errors, managedfields, metavalidation, objectmeta
 from kubelite.api import resourceversion as rv
-from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes
-from kubelite.api.admissionrules import request_namespace
+from kubelite.api.admission import CREATE, DELETE, UPDATE, Admission, Attributes, request_namespace
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.conflictcauses import Explainer
 from kubelite.api.dryrun import Writes

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.catalogue_extra import BANNED_OWNERS
+from kubelite.api.catalogue.extra import BANNED_OWNERS
 from kubelite.api.errors import Cause, go_quote
 
 Obj = dict[str, Any]

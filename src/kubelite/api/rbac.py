@@ -14,9 +14,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from kubelite.api.authn import User
 from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

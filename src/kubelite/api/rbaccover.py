@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kubelite.api.authn import User
 from kubelite.api.errors import go_quote
 from kubelite.api.rbac import strings
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from kubelite.api.authn import User
 from kubelite.api.authorizer import Decision
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.errors import go_quote
@@ -31,6 +30,7 @@ from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, rule_allows, rules_of
 from kubelite.api.rbaccover import aggregate
 from kubelite.api.registry import Registry
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

@@ -20,10 +20,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from kubelite.api.authn import ADMIN, User
 from kubelite.api.catalogue import ResourceInfo, Subresource
 from kubelite.api.listing import ListOptions
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import ADMIN, User
 
 if TYPE_CHECKING:
     from kubelite.api.listing import ListScan

@@ -34,7 +34,7 @@ own, ConfigMap and ReplicaSet among them, fall back to runtime's
 ``"<f>" is not a known field selector: only "metadata.name", "metadata.namespace"``.
 
 Which labels a kind accepts, where each reads its value and the kind's refusal are declared per
-kind (:class:`FieldLabel`, ``ResourceInfo.field_labels``; built-ins in ``catalogue_extra``, custom
+kind (:class:`FieldLabel`, ``ResourceInfo.field_labels``; built-ins in ``catalogue.extra``, custom
 resources from the CRD's ``selectableFields``). :func:`object_matcher` parses a request's
 selectors into a :class:`Selection`; the list or watch of a kind binds it to the kind
 (:func:`for_kind`), which is where an unsupported label is refused. Values compare as kube's
@@ -45,15 +45,15 @@ absent value as its Go zero value (``false`` for ``spec.hostNetwork``, ``0`` for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from kubelite.api import errors
+from kubelite.api.catalogue.fieldlabels import DEFAULT_FIELDS, NOT_SUPPORTED, FieldLabel
 from kubelite.api.errors import go_quote
 
 Operator = Literal["=", "==", "!=", "in", "notin", "exists", "!", "gt", "lt"]
-DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 
 
 class SelectorError(ValueError):
@@ -483,66 +483,6 @@ def object_fields(obj: Mapping[str, Any], extra: Collection[str] = ()) -> dict[s
 
 
 Matcher = Callable[[dict[str, Any]], bool]
-
-#: kube's text for a label outside a kind's set, ``{label}`` the label as given, ``{quoted}`` Go's
-#: ``%q`` of it: the conversion most kinds register, and runtime's default for kinds without one.
-NOT_SUPPORTED = "field label not supported: {label}"
-NOT_KNOWN = '{quoted} is not a known field selector: only "metadata.name", "metadata.namespace"'
-
-
-@dataclass(frozen=True, slots=True)
-class FieldLabel:
-    """One field label a kind's field selectors accept, and where its value is read.
-
-    ``paths`` are paths into the object as served (each a tuple of keys; a decimal key indexes a
-    list); the first that holds a non-empty scalar gives the value, as a kind's GetAttrs falls
-    back (an Event's ``source`` is ``source.component``, else ``reportingComponent``). None
-    holding one: ``zero``, the Go zero value of the field (``false``, ``0``). No paths at all: a
-    label the conversion accepts but GetAttrs never sets (Pod ``status.podIPs``): always ``zero``.
-    """
-
-    name: str
-    paths: tuple[tuple[str, ...], ...]
-    zero: str = ""
-
-    @classmethod
-    def at(cls, name: str, *paths: str, zero: str = "") -> FieldLabel:
-        """``name`` read at the dotted ``paths`` (default: the label itself)."""
-        dotted = paths or (name,)
-        return cls(name, tuple(tuple(p.split(".")) for p in dotted if p), zero)
-
-    def value(self, obj: Mapping[str, Any]) -> str:
-        for path in self.paths:
-            text = _scalar_text(_walk(obj, path))
-            if text:
-                return text
-        return self.zero
-
-
-DEFAULT_LABELS: tuple[FieldLabel, ...] = tuple(FieldLabel.at(f) for f in DEFAULT_FIELDS)
-
-
-def _walk(node: Any, path: Sequence[str]) -> Any:
-    for key in path:
-        if isinstance(node, Mapping):
-            node = node.get(key)
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-    return node
-
-
-def _scalar_text(value: Any) -> str:
-    """A scalar as Go's fields.Set holds it; "" for anything else."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return value if isinstance(value, str) else ""
-
 
 _JSON_PATH_STEP = re.compile(r"""\.([^.\[\]]+)|\[\s*'([^']*)'\s*\]|\[\s*"([^"]*)"\s*\]""")
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.api import yamlbody
-from kubelite.api.authn import User
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")

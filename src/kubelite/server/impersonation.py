@@ -19,11 +19,11 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 from kubelite.api import errors
-from kubelite.api.authn import User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.names import label_errors, subdomain_errors
 from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, forbidden
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 from kubelite.server.messages import Request, Send
 
 Handler = Callable[[Request, Send], Awaitable[None]]

@@ -16,9 +16,10 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import authn, decoding, errors, jsoncodec, yamlbody
+from kubelite.api import decoding, errors, jsoncodec, yamlbody
 from kubelite.api.errors import APIError
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import ADMIN, User
 from kubelite.server import protobuf
 
 Scope = dict[str, Any]
@@ -69,13 +70,13 @@ class Request:
         #: set by the request-info filter
         self.info = UNPARSED
         #: set by the authentication filter (the admin when authentication is off)
-        self.user = authn.ADMIN
+        self.user = ADMIN
         #: set when authentication, impersonation or authorization refused the request (401,
         #: 403): it never reached a handler, and kube instruments only handlers
         self.refused = False
         #: set by the impersonation filter: who authenticated, when ``user`` is whom they
         #: impersonate
-        self.impersonator: authn.User | None = None
+        self.impersonator: User | None = None
         #: set by the audit-init filter: the ``Audit-Id`` this request's events and log line carry
         self.audit_id = ""
         #: headers every response to this request carries (the API Priority and Fairness

@@ -1,17 +1,24 @@
 """``meta.k8s.io/v1`` Table responses, which ``kubectl get`` asks for in its Accept header.
 
 Columns come from the kind's declaration (:attr:`ResourceInfo.table_columns`, rendered by
-:func:`~kubelite.api.catalogue.render_cell`). Each row carries the object's metadata as a
+:func:`render_cell`). Each row carries the object's metadata as a
 PartialObjectMetadata (``rows[].object``), without which ``get -A`` shows no namespace and
 ``--show-labels`` nothing.
+
+A cell (:func:`render_cell`): each :class:`Column` names a JSON path into the object (the
+subset of kubectl JSONPath used by CRD ``additionalPrinterColumns``: ``.field``, ``['field']``,
+``[n]``, ``[*]`` and ``[?(@.a.b==literal)]``) and a ``render`` mode: ``value``, ``age``,
+``count``, ``sum`` or ``ratio`` (documented on :func:`render_cell`). A CRD printer column maps to
+``value``, except ``type: date`` columns, which CRs render as ``age``.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
-from kubelite.api.catalogue import ResourceInfo, render_cell
+from kubelite.api.catalogue import Column, ResourceInfo, json_path_values
 
 CONTENT_TYPE = b"application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -67,3 +74,102 @@ def table(
         "columnDefinitions": [c.definition() for c in columns],
         "rows": rows,
     }
+
+
+def human_duration(seconds: float) -> str:
+    """A duration as kubectl's AGE column shows it (apimachinery ``duration.HumanDuration``):
+    ``45s``, ``2m10s``, ``15m``, ``3h12m``, ``20h``, ``4d3h``, ``120d``, ``3y10d``."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = hours // 24
+        return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _ratio_side(path: str, obj: Any) -> int | float:
+    values = json_path_values(path, obj)
+    if values and all(_is_number(v) for v in values):
+        total: int | float = sum(values)
+        return total
+    return len(values)
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return value
+
+
+def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None) -> Any:
+    """The Table cell ``column`` shows for ``obj`` (a JSON string, number, bool or null).
+
+    By ``column.render``:
+
+    - ``value``: the value at ``json_path``; several matches are joined with ``,``; none gives
+      ``column.default``. Maps and lists are rendered as compact JSON.
+    - ``age``: the RFC 3339 time at ``json_path`` as :func:`human_duration` of ``now - time``
+      (``now`` defaults to the current time); absent or unparseable gives ``column.default``.
+    - ``count``: how many nodes the comma-separated paths match together; a path without
+      brackets that ends at a map or list counts its entries (``.data,.binaryData`` counts keys;
+      ``.secrets[*]`` counts items; ``[?(...)]`` counts the items that pass).
+    - ``sum``: the sum of the numbers matched (0 if none).
+    - ``ratio``: ``json_path`` is ``<a>/<b>``; the cell is ``"<a>/<b>"`` where each side is the
+      sum of its matches if they are numbers, else how many there are (``0`` if none).
+    """
+    render = column.render
+    if render == "value":
+        values = json_path_values(column.json_path, obj)
+        if not values:
+            return column.default
+        if len(values) == 1:
+            return _scalar(values[0])
+        return ",".join(str(_scalar(v)) for v in values)
+    if render == "age":
+        values = json_path_values(column.json_path, obj)
+        if not values or not isinstance(values[0], str):
+            return column.default
+        try:
+            then = datetime.fromisoformat(values[0].replace("Z", "+00:00"))
+        except ValueError:
+            return column.default
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=UTC)
+        current = now if now is not None else datetime.now(UTC)
+        return human_duration((current - then).total_seconds())
+    if render == "count":
+        total = 0
+        for path in column.json_path.split(","):
+            for value in json_path_values(path, obj):
+                bare = "[" not in path  # a path to a map or list itself counts its entries
+                total += len(value) if bare and isinstance(value, dict | list) else 1
+        return total
+    if render == "sum":
+        return sum(v for v in json_path_values(column.json_path, obj) if _is_number(v))
+    if render == "ratio":
+        numerator, _, denominator = column.json_path.partition("/")
+        return f"{_ratio_side(numerator, obj)}/{_ratio_side(denominator, obj)}"
+    raise ValueError(f"unknown render mode {render!r} for column {column.name!r}")

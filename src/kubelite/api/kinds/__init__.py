@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from kubelite.api import history
-from kubelite.api.authn import ServiceAccountTokens, User
+from kubelite.api.authn import ServiceAccountTokens
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.generic import Backing, GenericStore
@@ -47,6 +47,7 @@ from kubelite.api.registry import Registry, Storages
 from kubelite.api.stored import Codec, storage_prefix
 from kubelite.api.strategy import Strategy
 from kubelite.api.subresources import generic_subresources
+from kubelite.api.user import User
 from kubelite.api.webhookclient import WebhookClient
 from kubelite.storage import Store
 

@@ -454,7 +454,8 @@ def storage_info(crd: Obj) -> ResourceInfo:
 
 
 def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
-    from kubelite.api.selectors import FieldLabel, json_path_keys
+    from kubelite.api.catalogue.fieldlabels import FieldLabel
+    from kubelite.api.selectors import json_path_keys
 
     spec = crd["spec"]
     names = spec["names"]

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.authn import API_AUDIENCE, User
+from kubelite.api.authn import API_AUDIENCE
 from kubelite.api.authorizer import AlwaysAllow, Authorizer, AuthorizerHook, Decision
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
@@ -29,6 +29,7 @@ from kubelite.api.rbac import strings
 from kubelite.api.rbaccover import aggregate
 from kubelite.api.request import RequestInfo
 from kubelite.api.rest import Context, WriteOptions
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kubelite.api.admission import CREATE, DELETE, Attributes
-from kubelite.api.authn import User
 from kubelite.api.authorizer import Authorizer
 from kubelite.api.cel import authz
 from kubelite.api.names import MAX_GENERATED_PREFIX
 from kubelite.api.policy.matching import Matched, request_kind
 from kubelite.api.request import RequestInfo
+from kubelite.api.user import User
 
 Obj = dict[str, Any]
 

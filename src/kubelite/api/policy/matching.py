@@ -15,14 +15,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kubelite.api import errors
-from kubelite.api.admission import Attributes
-from kubelite.api.admissionrules import (
-    NAMESPACES,
-    labels_of,
-    object_selected,
-    rule_matches,
-    selector_matches,
-)
+from kubelite.api.admission import NAMESPACES, Attributes
+from kubelite.api.admissionrules import labels_of, object_selected, rule_matches, selector_matches
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.memo import IdentityMemo

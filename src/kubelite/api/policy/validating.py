@@ -29,8 +29,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import conversion, errors, scale
-from kubelite.api.admission import Attributes
-from kubelite.api.admissionrules import NAMESPACES, exempt
+from kubelite.api.admission import NAMESPACES, Attributes
+from kubelite.api.admissionrules import exempt
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.policy import activation as act

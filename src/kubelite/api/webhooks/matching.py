@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from kubelite.api import errors, scale
-from kubelite.api.admission import Attributes
+from kubelite.api.admission import NAMESPACES, Attributes
 from kubelite.api.admissionrules import (
-    NAMESPACES,
     NamespaceLookup,
     namespace_selected,
     object_selected,
