@@ -94,16 +94,16 @@ async def fill(proc: base.Proc, names: list[str], with_policy: bool) -> dict[str
 def validate_cost() -> float:
     """Microseconds per plugin call for one matching policy, in process (the namespaces read
     from memory, as the server's mirror holds them)."""
-    from kubelite.api.admission import UPDATE, Attributes
+    from kubelite.api.admission.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
+    from kubelite.api.admission.policy.source import NamespaceMirror
     from kubelite.api.catalogue import load_builtin_catalogue
     from kubelite.api.kinds import new_registry
     from kubelite.api.kinds.defaults.platform import (
         default_validating_admission_policy,
         default_validating_admission_policy_binding,
     )
-    from kubelite.api.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
-    from kubelite.api.policy.source import NamespaceMirror
-    from kubelite.api.user import ADMIN
+    from kubelite.api.machinery.admission import UPDATE, Attributes
+    from kubelite.api.machinery.user import ADMIN
     from kubelite.storage import StoreOptions, open_store
 
     async def run() -> float:

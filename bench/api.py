@@ -662,7 +662,7 @@ def startup_times(base: Path, runs: int) -> dict[str, float]:
 async def fill_store(data_dir: Path, count: int) -> None:
     """Writes ``count`` ConfigMaps into ``default`` the way the registry stores them."""
     from kubelite.api.catalogue import load_builtin_catalogue
-    from kubelite.api.stored import encode
+    from kubelite.api.encoding.stored import encode
     from kubelite.storage import open_store
 
     info = load_builtin_catalogue().lookup("", "v1", "configmaps")

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import uvloop
 
-from kubelite.api.conflictcauses import Explainer
+from kubelite.api.fieldmanager.conflictcauses import Explainer
 from request_path import PATH, App, call, configmap, serving_configmap, time_puts
 
 BEHIND = (1, 10, 50)

@@ -32,7 +32,7 @@ import api as base
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.gcgraph import Change, GraphBuilder
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 
 LABEL = "bench=gc"
 

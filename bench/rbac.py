@@ -118,9 +118,9 @@ def decision_costs() -> dict[str, float]:
     (what a repeated request costs) and uncached (the first request after any RBAC change)."""
     import timeit
 
-    from kubelite.api.rbacindex import PolicyIndex, RBACAuthorizer
-    from kubelite.api.request import RequestInfo
-    from kubelite.api.user import User
+    from kubelite.api.auth.rbacindex import PolicyIndex, RBACAuthorizer
+    from kubelite.api.machinery.request import RequestInfo
+    from kubelite.api.machinery.user import User
 
     index = PolicyIndex()
     namespaces = [base.NS_PUT] + [f"team-{i}" for i in range(NAMESPACES - 1)]

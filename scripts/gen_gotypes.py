@@ -1,11 +1,11 @@
-"""Generate ``src/kubelite/api/gotypes.py``: the Go type of every field of a built-in kind whose
+"""Generate ``src/kubelite/api/encoding/gotypes.py``: the Go type of every field of a built-in kind whose
 type is a named non-struct Go type (``ImagePullPolicy PullPolicy`` -> ``v1.PullPolicy``), which
 OpenAPI does not record but encoding/json's errors print.
 
 Reads the Go sources of k8s.io/api and k8s.io/apimachinery (meta/v1, types) from git mirrors:
 
     python scripts/gen_gotypes.py /work/.mirror/kubernetes+api/repo \
-        /work/.mirror/kubernetes+apimachinery/repo > src/kubelite/api/gotypes.py
+        /work/.mirror/kubernetes+apimachinery/repo > src/kubelite/api/encoding/gotypes.py
 """
 
 from __future__ import annotations

@@ -464,7 +464,7 @@ def _limits_error(limits: Limits) -> str:
 
 
 def _retention(text: str) -> object:
-    from kubelite.api.retention import parse_retention
+    from kubelite.api.machinery.retention import parse_retention
 
     try:
         return parse_retention(text)

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api.admission import CREATE, Attributes
-from kubelite.api.authorizer import Authorizer
+from kubelite.api.admission.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
+from kubelite.api.admission.policy.source import NamespaceMirror
+from kubelite.api.auth.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds import new_registry
-from kubelite.api.policy import PolicySet, ValidatingPolicyAdmission, compile_policy
-from kubelite.api.policy.source import NamespaceMirror
-from kubelite.api.registry import Registry
-from kubelite.api.rest import Warnings
-from kubelite.api.user import ADMIN, User
+from kubelite.api.machinery.admission import CREATE, Attributes
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import Warnings
+from kubelite.api.machinery.user import ADMIN, User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

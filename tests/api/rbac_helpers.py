@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubelite.api.authorizer import Decision
-from kubelite.api.rbac import rule_allows
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.auth.authorizer import Decision
+from kubelite.api.auth.rbac import rule_allows
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 
 Obj = dict[str, Any]
 

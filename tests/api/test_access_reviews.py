@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from rbac_helpers import RulesAuthorizer
 
-from kubelite.api.authorizer import Authorizer, Decision
+from kubelite.api.auth.authorizer import Authorizer, Decision
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.reviews import ReviewREST
-from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, WriteOptions
-from kubelite.api.user import User
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.rest import Context, WriteOptions
+from kubelite.api.machinery.user import User
 
 Obj = dict[str, Any]
 AUTHZ = "authorization.k8s.io"

@@ -12,7 +12,7 @@ from policy_helpers import DEPLOYMENTS_RULE, GROUP, binding, policy
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -1,4 +1,4 @@
-"""The rules webhooks and policies share (kubelite.api.admissionrules), case by case against kube's
+"""The rules webhooks and policies share (kubelite.api.admission.rules), case by case against kube's
 ``predicates/rules``, ``namespace`` and ``object`` matchers."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.admission import CREATE, DELETE, UPDATE, Attributes
-from kubelite.api.admissionrules import (
+from kubelite.api.admission.rules import (
     exempt,
     labels_of,
     namespace_selected,
@@ -18,7 +17,8 @@ from kubelite.api.admissionrules import (
     selector_matches,
 )
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
-from kubelite.api.user import ADMIN
+from kubelite.api.machinery.admission import CREATE, DELETE, UPDATE, Attributes
+from kubelite.api.machinery.user import ADMIN
 
 Obj = dict[str, Any]
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.admission import CREATE, DELETE, UPDATE, Attributes
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import STRATEGIES, new_registry
-from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Creater, DeleteOptions, Warnings, WriteOptions
+from kubelite.api.machinery.admission import CREATE, DELETE, UPDATE, Attributes
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import Context, Creater, DeleteOptions, Warnings, WriteOptions
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

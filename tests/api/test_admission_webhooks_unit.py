@@ -13,24 +13,24 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.admission import CREATE, DELETE, Admission, Attributes, Reinvocation
-from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
-from kubelite.api.errors import APIError
-from kubelite.api.rest import Warnings
-from kubelite.api.user import ADMIN
-from kubelite.api.webhookclient import CallFailed, Response
-from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks
-from kubelite.api.webhooks.calling import denial
-from kubelite.api.webhooks.conditions import ConditionError, conditions_match
-from kubelite.api.webhooks.matching import Invocation, Views, equivalents
-from kubelite.api.webhooks.review import (
+from kubelite.api.admission.webhooks import MutatingWebhooks, ValidatingWebhooks
+from kubelite.api.admission.webhooks.calling import denial
+from kubelite.api.admission.webhooks.conditions import ConditionError, conditions_match
+from kubelite.api.admission.webhooks.matching import Invocation, Views, equivalents
+from kubelite.api.admission.webhooks.review import (
     InvalidAnswer,
     Target,
     admission_request,
     read_answer,
     verify,
 )
-from kubelite.api.webhooks.source import Hook, hooks_of
+from kubelite.api.admission.webhooks.source import Hook, hooks_of
+from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
+from kubelite.api.errors import APIError
+from kubelite.api.machinery.admission import CREATE, DELETE, Admission, Attributes, Reinvocation
+from kubelite.api.machinery.rest import Warnings
+from kubelite.api.machinery.user import ADMIN
+from kubelite.api.machinery.webhookclient import CallFailed, Response
 
 Obj = dict[str, Any]
 UID = "3f1e4c9a-0000-4000-8000-000000000001"

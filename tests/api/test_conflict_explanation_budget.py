@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from kubelite.api.catalogue import load_builtin_catalogue
-from kubelite.api.conflictcauses import Explainer
-from kubelite.api.stored import Codec
+from kubelite.api.encoding.stored import Codec
+from kubelite.api.fieldmanager.conflictcauses import Explainer
 from kubelite.storage import KeyValue, Store
 
 KEY = "/registry/configmaps/default/c"

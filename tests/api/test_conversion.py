@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.conversion import ConversionError, convert
+from kubelite.api.encoding.conversion import ConversionError, convert
 
 CORE_EVENT: dict[str, Any] = {
     "apiVersion": "v1",

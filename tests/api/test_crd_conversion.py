@@ -16,7 +16,7 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import crd_conversion, crds
 from kubelite.api.kinds.webhookconversion import WebhookConverter
-from kubelite.api.webhookclient import CallFailed
+from kubelite.api.machinery.webhookclient import CallFailed
 from kubelite.server.tls import ensure_serving_files
 
 URL = "https://hook.example/convert"

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import crschema
+from kubelite.api.apiextensions import schema as crschema
 
 
 def compiled(schema: dict[str, Any]) -> crschema.CompiledSchema:

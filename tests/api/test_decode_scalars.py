@@ -1,5 +1,5 @@
-"""api/decoding: Go's decoding texts for the scalar types kube reads itself (quantities, base64,
-RFC 3339 times), the nesting depth scan, and a kind's body decoded by its schema."""
+"""api/encoding/decoding: Go's decoding texts for the scalar types kube reads itself (quantities,
+base64, RFC 3339 times), the nesting depth scan, and a kind's body decoded by its schema."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import decoding, names
 from kubelite.api.catalogue import build_builtin_catalogue
+from kubelite.api.encoding import decoding
+from kubelite.api.machinery import names
 
 FORMAT = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

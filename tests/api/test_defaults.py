@@ -8,7 +8,7 @@ import pytest
 
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.kinds import new_registry
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 from kubelite.storage import StoreOptions, open_store
 
 

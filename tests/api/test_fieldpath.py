@@ -1,5 +1,5 @@
-"""Field sets (api/fieldpath) against a model, a Python frozenset of path tuples, and the FieldsV1
-encoding against structured-merge-diff's own test data (fieldpath/set_test.go,
+"""Field sets (api/fieldmanager/fieldpath) against a model, a Python frozenset of path tuples, and
+the FieldsV1 encoding against structured-merge-diff's own test data (fieldpath/set_test.go,
 serialize_test.go, serialize-pe_test.go, element_test.go)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubelite.api import fieldpath as fp
-from kubelite.api.fieldpath import FieldSet, FieldsV1Error, Path
+from kubelite.api.fieldmanager import fieldpath as fp
+from kubelite.api.fieldmanager.fieldpath import FieldSet, FieldsV1Error, Path
 
 Model = frozenset[Path]
 

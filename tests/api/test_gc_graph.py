@@ -9,7 +9,7 @@ from typing import Any, cast
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.gcgraph import Change, GraphBuilder, Identity, Node
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 
 Obj = dict[str, Any]
 

@@ -11,8 +11,8 @@ import jsonpatch
 import jsonpointer
 import pytest
 
-from kubelite.api import json_patch
-from kubelite.api.json_patch import MAX_COPY_BYTES, CopyLimitExceeded
+from kubelite.api.patch import json_patch
+from kubelite.api.patch.json_patch import MAX_COPY_BYTES, CopyLimitExceeded
 
 
 def copy(source: str, target: str) -> dict[str, str]:

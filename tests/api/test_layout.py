@@ -20,21 +20,24 @@ EXEMPT = {
     "api/controllers": "controllers of one kind each (namespaces, CRDs)",
     # declarations of the kinds, and codecs per kind (kube's generated code per type)
     "api/catalogue/extra.py": "hand-written kind data: short names, columns, served versions",
-    "api/gotypes.py": "generated: the Go types of the kinds' fields, by struct",
-    "api/conversion.py": "conversions between the versions of Event and HorizontalPodAutoscaler",
+    "api/encoding/gotypes.py": "generated: the Go types of the kinds' fields, by struct",
+    "api/encoding/conversion.py": "conversions between the versions of Event and "
+    "HorizontalPodAutoscaler",
     "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
     # RBAC's subjects are named by kind: User, Group, ServiceAccount
-    "api/rbac.py": "a binding subject's kind (ServiceAccount), not a resource check",
+    "api/auth/rbac.py": "a binding subject's kind (ServiceAccount), not a resource check",
     "server/flowcontrol/matching.py": "a FlowSchema subject's kind (ServiceAccount) and its "
     "rules' `namespaces` field, not resource checks",
-    "api/rbacindex.py": "the RBAC authorizer holds RBAC's own kinds and their roleRef kinds",
+    "api/auth/rbacindex.py": "the RBAC authorizer holds RBAC's own kinds and their roleRef kinds",
     "server/impersonation.py": "kube's impersonation requests: users, groups, serviceaccounts",
-    "api/webhooks": "admission webhooks follow their configuration kinds; a Namespace's labels",
+    "api/admission/webhooks": "admission webhooks follow their configuration kinds; "
+    "a Namespace's labels",
     # admission: the configuration kinds exempt from webhooks and policies, and kube's rules
     # for a Namespace's own labels (a Namespace is cluster-scoped yet has a namespace selector)
-    "api/admissionrules.py": "the exempt admission configuration kinds; Namespace selectors",
-    "api/admission.py": "a Namespace's own name is the admission namespace of its writes",
-    "api/policy": "admission policies follow their own kinds and read the write's Namespace",
+    "api/admission/rules.py": "the exempt admission configuration kinds; Namespace selectors",
+    "api/machinery/admission.py": "a Namespace's own name is the admission namespace of its writes",
+    "api/admission/policy": "admission policies follow their own kinds and read the write's "
+    "Namespace",
     # audit.k8s.io's own kinds and fields, which share words with core kinds
     "server/audit.py": "writes audit.k8s.io/v1 objects of kind Event (not core's Event)",
     "server/auditpolicy.py": "an audit policy rule's `namespaces` field",

@@ -19,7 +19,7 @@ from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig, LeaderElector
 from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.kinds import new_registry
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 from kubelite.storage import Store
 
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

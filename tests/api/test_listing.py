@@ -10,11 +10,16 @@ from typing import Any
 import orjson
 import pytest
 
-from kubelite.api import listing
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
+from kubelite.api.encoding.stored import encode, storage_key
 from kubelite.api.errors import APIError, status_body
-from kubelite.api.listing import CONTINUE_EXPIRED, ListOptions, ListScan, wait_for_revision
-from kubelite.api.stored import encode, storage_key
+from kubelite.api.machinery import listing
+from kubelite.api.machinery.listing import (
+    CONTINUE_EXPIRED,
+    ListOptions,
+    ListScan,
+    wait_for_revision,
+)
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import managedfields, scale
-from kubelite.api.apply import apply
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
+from kubelite.api.fieldmanager import managedfields
+from kubelite.api.fieldmanager.apply import apply
+from kubelite.api.machinery import scale
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.merge_patch import json_merge_patch
+from kubelite.api.patch.merge_patch import json_merge_patch
 
 # RFC 7386, Appendix A: (original, patch, result), in the RFC's order.
 APPENDIX_A: list[tuple[Any, Any, Any]] = [

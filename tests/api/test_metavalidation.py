@@ -1,4 +1,5 @@
-"""Unit tests of kubelite.api.metavalidation: kube's texts, and no exception on odd input."""
+"""Unit tests of kubelite.api.machinery.metavalidation: kube's texts, and no exception on odd
+input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.metavalidation import (
+from kubelite.api.machinery.metavalidation import (
     annotation_causes,
     create_causes,
     finalizer_causes,
@@ -16,7 +17,7 @@ from kubelite.api.metavalidation import (
     qualified_name_errors,
     update_causes,
 )
-from kubelite.api.names import subdomain_errors
+from kubelite.api.machinery.names import subdomain_errors
 
 BUILTIN = ResourceInfo("", "v1", "ConfigMap", "configmaps", True)
 CUSTOM = ResourceInfo("example.com", "v1", "Widget", "widgets", True, builtin=False)

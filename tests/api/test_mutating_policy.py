@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from policy_helpers import DEPLOYMENTS_RULE, GROUP, deployment, match
 
+from kubelite.api.admission.policy import PolicySet
+from kubelite.api.admission.policy.mutating import MutatingPolicyAdmission
+from kubelite.api.admission.policy.mutations import compile_mutating_policy
+from kubelite.api.admission.policy.source import NamespaceMirror
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.defaults.platform import default_mutating_admission_policy
-from kubelite.api.policy import PolicySet
-from kubelite.api.policy.mutating import MutatingPolicyAdmission
-from kubelite.api.policy.mutations import compile_mutating_policy
-from kubelite.api.policy.source import NamespaceMirror
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

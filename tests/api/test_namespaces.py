@@ -22,8 +22,8 @@ from kubelite.api.kinds.namespaces import (
     NamespaceStrategy,
     namespace_info,
 )
-from kubelite.api.registry import Registry
-from kubelite.api.rest import DeleteOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import DeleteOptions
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from policy_helpers import EVERYTHING_RULE, Fixture, binding, deployment, match, policy
 
-from kubelite.api.admission import UPDATE
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
+from kubelite.api.machinery.admission import UPDATE
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -9,10 +9,14 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.admission.policy.typechecking import (
+    GroupVersionKind,
+    check_policy,
+    types_to_check,
+)
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.kinds import new_registry
-from kubelite.api.policy.typechecking import GroupVersionKind, check_policy, types_to_check
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

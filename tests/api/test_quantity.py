@@ -1,5 +1,5 @@
-"""api/quantity: resource.Quantity's parsing, canonical text, rounding and comparison, with the
-cases of apimachinery's quantity_test.go (TestQuantityParse, TestQuantityString,
+"""api/encoding/quantity: resource.Quantity's parsing, canonical text, rounding and comparison, with
+the cases of apimachinery's quantity_test.go (TestQuantityParse, TestQuantityString,
 TestQuantityParseEmit, TestQuantityRoundUp, the error table)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from kubelite.api import quantity
-from kubelite.api.quantity import FORMAT_ERROR, NUMERIC_ERROR, SUFFIX_ERROR
+from kubelite.api.encoding import quantity
+from kubelite.api.encoding.quantity import FORMAT_ERROR, NUMERIC_ERROR, SUFFIX_ERROR
 
 
 @pytest.mark.parametrize(

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from kubelite.api.auth.rbaccover import covers
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import MANAGER, ClusterRoleAggregator
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.namespaces import ensure_system_namespaces
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
-from kubelite.api.rbaccover import covers
-from kubelite.api.registry import Registry
-from kubelite.api.selectors import SelectorError, label_selector_of
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.selectors import SelectorError, label_selector_of
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

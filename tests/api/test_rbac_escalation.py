@@ -1,5 +1,5 @@
 """Escalation prevention (shared/spec/rbac.md §8): rule coverage and its failure text as pure
-functions (:mod:`kubelite.api.rbaccover`), and the RBAC kinds' storages refusing a role or
+functions (:mod:`kubelite.api.auth.rbaccover`), and the RBAC kinds' storages refusing a role or
 binding that grants what the writer does not hold, over a real SQLite store, with a small
 authorizer over fixed rule lists."""
 
@@ -11,16 +11,23 @@ from typing import Any
 import pytest
 from rbac_helpers import RulesAuthorizer
 
+from kubelite.api.auth.rbaccover import (
+    aggregate,
+    breakdown,
+    compact,
+    compact_string,
+    covers,
+    escalation,
+)
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import BuiltinKinds
-from kubelite.api.objectmeta import replacement
-from kubelite.api.patching import Applied, apply_update, patch_update
-from kubelite.api.rbaccover import aggregate, breakdown, compact, compact_string, covers, escalation
-from kubelite.api.registry import Registry
-from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, Creater, Updater, WriteOptions
-from kubelite.api.user import ADMIN, User
+from kubelite.api.machinery.objectmeta import replacement
+from kubelite.api.machinery.patching import Applied, apply_update, patch_update
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.rest import Context, Creater, Updater, WriteOptions
+from kubelite.api.machinery.user import ADMIN, User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

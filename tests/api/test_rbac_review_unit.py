@@ -11,16 +11,16 @@ import orjson
 import pytest
 
 from kubelite import cli
+from kubelite.api.auth.rbac import forbidden, rule_allows
+from kubelite.api.auth.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import aggregate_all
+from kubelite.api.encoding.stored import storage_key
 from kubelite.api.kinds import new_registry
 from kubelite.api.kinds.rbacbootstrap import reconcile_binding, reconcile_role
 from kubelite.api.kinds.reviews import access_status
-from kubelite.api.rbac import forbidden, rule_allows
-from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
-from kubelite.api.request import RequestInfo
-from kubelite.api.stored import storage_key
-from kubelite.api.user import User
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

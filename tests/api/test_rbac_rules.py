@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.rbac import forbidden, rule_allows, subject_matches
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.auth.rbac import forbidden, rule_allows, subject_matches
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 
 BOB = User("bob", ("devs", "system:authenticated"))
 

@@ -11,8 +11,8 @@ import pytest
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
-from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, DeleteOptions, Updater, WriteOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import Context, DeleteOptions, Updater, WriteOptions
 from kubelite.storage import Store
 
 NS = {"metadata": {"name": "default"}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
-from kubelite.api.retention import parse_retention, resolve, resolve_retention
+from kubelite.api.machinery.retention import parse_retention, resolve, resolve_retention
 from kubelite.storage import Retention
 
 DAY = 86400.0

@@ -11,9 +11,9 @@ import pytest
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.kinds import new_registry
-from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
-from kubelite.api.selectors import object_matcher
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.selectors import object_matcher
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.strategic_merge import Schema, StrategicMergeError, strategic_merge
+from kubelite.api.patch.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
 SCHEMA_DIR = importlib.resources.files("kubernetes_validate").joinpath(
     "kubernetes-json-schema", "v1.37.0-local"

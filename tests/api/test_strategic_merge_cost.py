@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import strategic_merge as smp
 from kubelite.api.catalogue import load_schema_definitions
-from kubelite.api.strategic_merge import Schema, strategic_merge
+from kubelite.api.patch import strategic_merge as smp
+from kubelite.api.patch.strategic_merge import Schema, strategic_merge
 
 
 def pod_schema() -> Schema:

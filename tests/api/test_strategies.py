@@ -9,15 +9,20 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.authn import ServiceAccountTokens
+from kubelite.api.auth.authn import ServiceAccountTokens
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
-from kubelite.api.deletion import gc_finalizers
 from kubelite.api.kinds import DEFAULT_STRATEGY, STRATEGIES, BuiltinKinds
 from kubelite.api.kinds.custom import CustomResourceStrategy
-from kubelite.api.objectmeta import update_causes
-from kubelite.api.registry import Registry
-from kubelite.api.rest import DeleteOptions, verbs
-from kubelite.api.strategy import DELETE_DEPENDENTS, ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy
+from kubelite.api.machinery.deletion import gc_finalizers
+from kubelite.api.machinery.objectmeta import update_causes
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import DeleteOptions, verbs
+from kubelite.api.machinery.strategy import (
+    DELETE_DEPENDENTS,
+    ORPHAN_DEPENDENTS,
+    UNSUPPORTED,
+    Strategy,
+)
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

@@ -1,8 +1,8 @@
-"""Objects walked by their shape (api/typed, api/shapes): field sets of apply configurations,
-comparisons, merges and removals, with cases ported from structured-merge-diff's typed tests
-(typed/toset_test.go, symdiff_test.go, merge_test.go, remove_test.go; fieldpath/set_test.go
-TestEnsureNamedFieldsAreMembers) and the spec's examples (shared/spec/server-side-apply.md), plus
-Hypothesis properties."""
+"""Objects walked by their shape (api/fieldmanager/typed, api/fieldmanager/shapes): field sets of
+apply configurations, comparisons, merges and removals, with cases ported from
+structured-merge-diff's typed tests (typed/toset_test.go, symdiff_test.go, merge_test.go,
+remove_test.go; fieldpath/set_test.go TestEnsureNamedFieldsAreMembers) and the spec's examples
+(shared/spec/server-side-apply.md), plus Hypothesis properties."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubelite.api import fieldpath as fp
-from kubelite.api import shapes, typed
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
-from kubelite.api.fieldpath import FieldSet, Path
-from kubelite.api.shapes import Shape
-from kubelite.api.typed import MISSING, TypedError
+from kubelite.api.fieldmanager import fieldpath as fp
+from kubelite.api.fieldmanager import shapes, typed
+from kubelite.api.fieldmanager.fieldpath import FieldSet, Path
+from kubelite.api.fieldmanager.shapes import Shape
+from kubelite.api.fieldmanager.typed import MISSING, TypedError
 
 # -- shapes ---------------------------------------------------------------------------------------
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import decoding, validation
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue, load_schema_definitions
+from kubelite.api.encoding import decoding
+from kubelite.api.machinery import validation
 
 DEFS = "#/$defs/"
 UNKNOWN = "zzUnknownField"

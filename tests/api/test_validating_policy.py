@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from policy_helpers import Fixture, binding, deployment, policy
 
-from kubelite.api.admission import DELETE, UPDATE
-from kubelite.api.authorizer import Decision
+from kubelite.api.admission.policy.validating import reason_code
+from kubelite.api.auth.authorizer import Decision
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
-from kubelite.api.policy.validating import reason_code
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.machinery.admission import DELETE, UPDATE
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 from kubelite.storage import Store
 
 Obj = dict[str, Any]

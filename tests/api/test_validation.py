@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import validation as v
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
+from kubelite.api.machinery import validation as v
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 
-from kubelite.api import listing
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
 from kubelite.api.kinds import new_registry
-from kubelite.api.registry import Registry
-from kubelite.api.watchcache import WatchCache, WatchCacheSet, WatchEvent, validate_watch_options
+from kubelite.api.machinery import listing
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.watchcache import (
+    WatchCache,
+    WatchCacheSet,
+    WatchEvent,
+    validate_watch_options,
+)
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]

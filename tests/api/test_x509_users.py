@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubelite.api.authn import UID_OID, CertificateError, certificate_user
-from kubelite.api.user import User
+from kubelite.api.auth.authn import UID_OID, CertificateError, certificate_user
+from kubelite.api.machinery.user import User
 from kubelite.server.tls import ensure_ca, issue_client_certificate
 
 NOW = datetime.datetime.now(datetime.UTC)

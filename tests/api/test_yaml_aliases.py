@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelite.api import yamlbody
+from kubelite.api.encoding import yamlbody
 
 EXCESSIVE = "yaml: document contains excessive aliasing"
 

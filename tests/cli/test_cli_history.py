@@ -11,7 +11,7 @@ import pytest
 from harness import Server, start_in_process, stop_server
 from test_cli_startup import kubelite, one_line
 
-from kubelite.api.retention import parse_retention
+from kubelite.api.machinery.retention import parse_retention
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.user import ADMIN, ANONYMOUS, User
+from kubelite.api.machinery.user import ADMIN, ANONYMOUS, User
 from kubelite.server.auditpolicy import PolicyError, load_policy, parse_policy
 from kubelite.server.requestinfo import request_info
 

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from kubelite.api.authorizer import Decision
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import ADMIN, ANONYMOUS, User
+from kubelite.api.auth.authorizer import Decision
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import ADMIN, ANONYMOUS, User
 from kubelite.server.app import KubeliteApp
 from kubelite.server.assembly import Assembly, running
 from kubelite.server.messages import Request

@@ -19,9 +19,9 @@ from kubelite.api.kinds.flowcontrol import (
     suggested_levels,
     suggested_schemas,
 )
-from kubelite.api.request import RequestInfo
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 from kubelite.api.shufflesharding import deal, required_entropy_bits
-from kubelite.api.user import User
 from kubelite.server.flowcontrol.allocation import Item, allocate
 from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.flowcontrol.filter import Dropped

@@ -16,7 +16,7 @@ from harness import Server, deployment, start_in_process, stop_server
 from test_crds import CRDS, GIZMOS, gizmo_crd
 
 from etcdcluster import EtcdCluster
-from kubelite.api.retention import parse_retention
+from kubelite.api.machinery.retention import parse_retention
 
 #: ``--history-retention cm=10,deployments.apps=3,gizmos.example.org=2``
 RETENTION = parse_retention("cm=10,deployments.apps=3,gizmos.example.org=2")

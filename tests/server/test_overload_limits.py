@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubelite.api.user import ADMIN, User
+from kubelite.api.machinery.user import ADMIN, User
 from kubelite.server.app import KubeliteApp
 from kubelite.server.assembly import Assembly, running
 from kubelite.server.overload import Limits

@@ -7,7 +7,7 @@ import json
 
 from harness import Server
 
-from kubelite.api.authn import ServiceAccountTokens
+from kubelite.api.auth.authn import ServiceAccountTokens
 
 ACCOUNT = {"metadata": {"name": "robot", "namespace": "default", "uid": "u-1"}}
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"

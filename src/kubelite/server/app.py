@@ -7,9 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubelite.api.authorizer import Authorizer
+from kubelite.api.auth.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 from kubelite.server.faults import Faults
 from kubelite.server.filters import (
     Auditor,

@@ -20,8 +20,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubelite.api.authn import ServiceAccountTokens, TokenAuthenticator
-from kubelite.api.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
+from kubelite.api.admission.policy.plugins import AdmissionPolicies
+from kubelite.api.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
+from kubelite.api.auth.authn import ServiceAccountTokens, TokenAuthenticator
+from kubelite.api.auth.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
+from kubelite.api.auth.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
@@ -53,12 +56,9 @@ from kubelite.api.kinds.priority import (
 )
 from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
 from kubelite.api.kinds.serviceaddress import service_resolver
-from kubelite.api.policy.plugins import AdmissionPolicies
-from kubelite.api.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
-from kubelite.api.registry import Registry
-from kubelite.api.watchcache import WatchCacheSet
-from kubelite.api.webhookclient import WebhookClient
-from kubelite.api.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.watchcache import WatchCacheSet
+from kubelite.api.machinery.webhookclient import WebhookClient
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec

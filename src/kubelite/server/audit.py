@@ -26,7 +26,7 @@ from typing import IO, Any
 
 import orjson
 
-from kubelite.api.user import User
+from kubelite.api.machinery.user import User
 from kubelite.server.auditpolicy import Policy, RequestAuditConfig
 from kubelite.server.messages import Request
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubelite.api import yamlbody
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.encoding import yamlbody
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 
 LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")

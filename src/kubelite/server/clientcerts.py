@@ -19,7 +19,7 @@ connection is closed after kube's 90 s IdleTimeout.
 
 A certificate another CA signed fails the TLS handshake here, where kube-apiserver (which only
 requests certificates during the handshake) answers 401. Everything else (expiry, the CN, the
-user it names) is the authentication filter's (:func:`kubelite.api.authn.certificate_user`).
+user it names) is the authentication filter's (:func:`kubelite.api.auth.authn.certificate_user`).
 """
 
 from __future__ import annotations

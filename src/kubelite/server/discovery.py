@@ -1,6 +1,7 @@
 """Discovery documents generated from the catalogue and the storages serving it: /version, /api,
 /apis, /api/v1, /apis/<group>[/<version>] (legacy discovery, which every client accepts). A
-resource's verbs and subresources are those its storages serve (:func:`kubelite.api.rest.verbs`).
+resource's verbs and subresources are those its storages serve
+(:func:`kubelite.api.machinery.rest.verbs`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from kubelite import __version__
 from kubelite.api.catalogue import KUBERNETES_VERSION, Catalogue, GroupInfo, ResourceInfo
-from kubelite.api.rest import SpeaksOwnKind, Storage, verbs
+from kubelite.api.machinery.rest import SpeaksOwnKind, Storage, verbs
 
 #: A resource's storages by subresource name ("" is the resource itself).
 StoragesOf = Callable[[ResourceInfo], dict[str, Storage]]

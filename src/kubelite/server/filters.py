@@ -44,14 +44,14 @@ from typing import Any, Protocol
 import orjson
 
 from kubelite.api import errors
-from kubelite.api.authn import CertificateError, certificate_user
-from kubelite.api.authorizer import Authorizer
+from kubelite.api.auth.authn import CertificateError, certificate_user
+from kubelite.api.auth.authorizer import Authorizer
+from kubelite.api.auth.rbac import forbidden
 from kubelite.api.errors import APIError
-from kubelite.api.names import path_segment_errors
-from kubelite.api.rbac import forbidden
-from kubelite.api.request import RequestInfo
-from kubelite.api.selectors import SelectorError, parse_field_selector
-from kubelite.api.user import ANONYMOUS, User
+from kubelite.api.machinery.names import path_segment_errors
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.selectors import SelectorError, parse_field_selector
+from kubelite.api.machinery.user import ANONYMOUS, User
 from kubelite.server.faults import Faults, with_injected_delay
 from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.flowcontrol.filter import with_priority_and_fairness

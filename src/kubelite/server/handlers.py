@@ -3,7 +3,7 @@ request's query and body into options, call the storage, encode the answer.
 
 The verb comes from the request info; the storage serving the resource or subresource decides
 whether it is served: a verb whose interface the storage does not implement is a 405
-(:func:`kubelite.api.rest.verbs`). Nothing here knows any kind.
+(:func:`kubelite.api.machinery.rest.verbs`). Nothing here knows any kind.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import decoding, deletion, errors, jsoncodec, updates, validation
+from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.encoding import decoding, jsoncodec
 from kubelite.api.errors import Cause, go_quote
-from kubelite.api.listing import ListOptions
-from kubelite.api.patching import APPLY_PATCH, decode_apply
-from kubelite.api.rest import (
+from kubelite.api.machinery import deletion, updates, validation
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.patching import APPLY_PATCH, decode_apply
+from kubelite.api.machinery.rest import (
     CollectionDeleter,
     Context,
     Creater,
@@ -43,8 +45,8 @@ from kubelite.api.rest import (
     WriteOptions,
     implements,
 )
-from kubelite.api.selectors import object_matcher
-from kubelite.api.watchcache import parse_send_initial_events, validate_watch_options
+from kubelite.api.machinery.selectors import object_matcher
+from kubelite.api.machinery.watchcache import parse_send_initial_events, validate_watch_options
 from kubelite.server.faults import Faults
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch
@@ -384,8 +386,8 @@ def _kind(target: Target) -> str:
 
 def _decode(request: Request, target: Target, operation: str, body: Obj) -> Warnings:
     """A create/update body decoded as kube-apiserver decodes it: wrong types 400
-    (:mod:`kubelite.api.decoding`), then strict decoding (400 under Strict, warnings under Warn:
-    the request's warnings, which the write may add to); unknown fields and nulls are dropped
+    (:mod:`kubelite.api.encoding.decoding`), then strict decoding (400 under Strict, warnings under
+    Warn: the request's warnings, which the write may add to); unknown fields and nulls are dropped
     from what is stored."""
     mode = validation.directive(request.query, operation)
     info = target.body_kind

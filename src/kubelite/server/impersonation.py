@@ -19,11 +19,11 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 from kubelite.api import errors
-from kubelite.api.authorizer import Authorizer
-from kubelite.api.names import label_errors, subdomain_errors
-from kubelite.api.rbac import SERVICE_ACCOUNT_PREFIX, forbidden
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.auth.authorizer import Authorizer
+from kubelite.api.auth.rbac import SERVICE_ACCOUNT_PREFIX, forbidden
+from kubelite.api.machinery.names import label_errors, subdomain_errors
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 from kubelite.server.messages import Request, Send
 
 Handler = Callable[[Request, Send], Awaitable[None]]

@@ -16,10 +16,11 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from kubelite.api import decoding, errors, jsoncodec, yamlbody
+from kubelite.api import errors
+from kubelite.api.encoding import decoding, jsoncodec, yamlbody
 from kubelite.api.errors import APIError
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import ADMIN, User
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import ADMIN, User
 from kubelite.server import protobuf
 
 Scope = dict[str, Any]

@@ -43,9 +43,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
-from kubelite.api.history import NAME as HISTORY
-from kubelite.api.request import RequestInfo
-from kubelite.api.stored import storage_prefix
+from kubelite.api.encoding.stored import storage_prefix
+from kubelite.api.machinery.history import NAME as HISTORY
+from kubelite.api.machinery.request import RequestInfo
 from kubelite.server.messages import Request
 from kubelite.server.tally import Counts, Histograms
 from kubelite.storage import Store

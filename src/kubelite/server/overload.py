@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from kubelite.api import errors
-from kubelite.api.request import RequestInfo
+from kubelite.api.machinery.request import RequestInfo
 from kubelite.server.messages import Request, Send
 
 log = logging.getLogger(__name__)

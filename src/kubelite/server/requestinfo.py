@@ -12,7 +12,7 @@ whose verb is the lower-case HTTP method.
 
 from __future__ import annotations
 
-from kubelite.api.request import RequestInfo
+from kubelite.api.machinery.request import RequestInfo
 
 #: The path segment that scopes a resource to a namespace (part of the URL grammar).
 NAMESPACES_SEGMENT = "namespaces"

@@ -1,8 +1,8 @@
 """Writing answers: an object or a Table, a List streamed page by page, and a watch stream.
 
 Lists (except Tables) are sent as HTTP chunks as they are read from one snapshot
-(:class:`~kubelite.api.listing.ListScan`), so a large list is never held whole. Watch streams
-are newline-delimited JSON events, batched while a chunk is in flight (:mod:`streaming`); an
+(:class:`~kubelite.api.machinery.listing.ListScan`), so a large list is never held whole. Watch
+streams are newline-delimited JSON events, batched while a chunk is in flight (:mod:`streaming`); an
 error after the stream began (a 410 for a compacted revision) is an in-stream ERROR event.
 """
 
@@ -14,11 +14,12 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import errors, jsoncodec
+from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.encoding import jsoncodec
 from kubelite.api.errors import APIError
-from kubelite.api.generic import collect
-from kubelite.api.listing import ListScan
+from kubelite.api.machinery.generic import collect
+from kubelite.api.machinery.listing import ListScan
 from kubelite.server.faults import StreamFaults
 from kubelite.server.messages import JSON, Request, Send, send_json
 from kubelite.server.streaming import ChunkBatcher

@@ -10,9 +10,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from kubelite.api import errors
-from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue
-from kubelite.api.registry import Registry
+from kubelite.api.encoding import resourceversion as rv
+from kubelite.api.machinery.registry import Registry
 from kubelite.server import discovery, openapi
 from kubelite.server.handlers import Handlers, Target
 from kubelite.server.healthz import Health

@@ -28,7 +28,7 @@ from typing import Any
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.kinds.allocation import ServiceRanges
-from kubelite.api.retention import resolve_retention
+from kubelite.api.machinery.retention import resolve_retention
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
@@ -80,7 +80,8 @@ class ServeOptions:
     #: the controller manager's Lease (``--leader-elect-*``; kube's durations by default)
     leader_election: ElectionConfig = field(default_factory=ElectionConfig)
     #: ``--history-retention``: the resources whose past versions are kept beyond compaction,
-    #: by their spelling on the command line (:func:`kubelite.api.retention.parse_retention`)
+    #: by their spelling on the command line
+    #: (:func:`kubelite.api.machinery.retention.parse_retention`)
     history_retention: Mapping[str, Retention] = field(default_factory=dict)
     #: faults injected into the API's answers (``--inject``; None: nothing is injected)
     faults: FaultSpec | None = None

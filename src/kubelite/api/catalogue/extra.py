@@ -82,8 +82,8 @@ DEFAULT_COLUMNS: tuple[ColumnSpec, ...] = (NAME, AGE)
 EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 
-#: Subresources kubelite serves (their storages: kubelite.api.subresources and .kinds); the
-#: others lightkube knows (pods/log, pods/eviction, pods/ephemeralcontainers, pods/resize,
+#: Subresources kubelite serves (their storages: kubelite.api.machinery.subresources and .kinds);
+#: the others lightkube knows (pods/log, pods/eviction, pods/ephemeralcontainers, pods/resize,
 #: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
 #: served=False and are neither routed nor discovered.
 SERVED_SUBRESOURCES: frozenset[str] = frozenset(
@@ -173,7 +173,7 @@ CATEGORIES: dict[Key, tuple[str, ...]] = {
 
 #: Kinds served at several versions over one storage, as kube-apiserver does: (group, plural) ->
 #: (the group, version) that owns the keys and the stored form. Conversions between the stored
-#: and served forms are in kubelite.api.conversion.
+#: and served forms are in kubelite.api.encoding.conversion.
 SHARED_STORAGE: dict[Key, tuple[str, str]] = {
     ("", "events"): ("", "v1"),
     ("events.k8s.io", "events"): ("", "v1"),

@@ -121,9 +121,9 @@ class ResourceInfo:
     scale_paths: tuple[str, str, str] | tuple[()] = ()
     #: The labels its field selectors accept, and where each value is read (kube's
     #: fieldLabelConversionFunc and GetAttrs), and the 400 text for another (``{label}``,
-    #: ``{quoted}``: see :func:`kubelite.api.selectors.field_label_error`). Left empty: runtime's
-    #: default, ``metadata.name`` and ``metadata.namespace`` with its "is not a known field
-    #: selector" text; labels without a text: ``field label not supported: <label>``.
+    #: ``{quoted}``: see :func:`kubelite.api.machinery.selectors.field_label_error`). Left empty:
+    #: runtime's default, ``metadata.name`` and ``metadata.namespace`` with its "is not a known
+    #: field selector" text; labels without a text: ``field label not supported: <label>``.
     field_labels: tuple[FieldLabel, ...] = ()
     field_label_error: str = ""
     #: A custom resource converted between its versions by a webhook (its CRD's conversion

@@ -11,7 +11,7 @@ from kubelite.api.errors import go_quote
 
 
 def _format_errors(name: str, text: str) -> list[str]:
-    from kubelite.api import metavalidation, names
+    from kubelite.api.machinery import metavalidation, names
 
     def prefixed(s: str) -> str:
         return s[:-1] + "a" if s.endswith("-") else s

@@ -5,13 +5,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from kubelite.api import quantity
 from kubelite.api.cel.values import _QUANTITY, _Fail, _marked, _no_overload
+from kubelite.api.encoding import quantity
 
 
 def parse_quantity(text: str) -> Decimal:
     """A quantity's exact value (raises ValueError with apimachinery's ParseQuantity message):
-    the shared :mod:`kubelite.api.quantity`."""
+    the shared :mod:`kubelite.api.encoding.quantity`."""
     return quantity.parse(text).value
 
 

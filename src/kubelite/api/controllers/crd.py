@@ -23,11 +23,11 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import decode, storage_prefix
 from kubelite.api.kinds import crds
-from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
-from kubelite.api.stored import decode, storage_prefix
-from kubelite.api.watchcache import WatchCacheSet
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.watchcache import WatchCacheSet
 from kubelite.storage import Compacted, EventType, WatchOverflow
 
 log = logging.getLogger(__name__)

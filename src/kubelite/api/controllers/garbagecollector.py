@@ -1,6 +1,6 @@
 """The garbage collector (kube-controller-manager's, pkg/controller/garbagecollector): deletes
 objects whose owners are gone, and carries out the ``orphan`` and ``foregroundDeletion``
-finalizers a DELETE's propagation policy sets (:mod:`kubelite.api.deletion`).
+finalizers a DELETE's propagation policy sets (:mod:`kubelite.api.machinery.deletion`).
 
 The graph of owners and dependents is :mod:`kubelite.api.controllers.gcgraph`'s. Two work
 queues, each served by several workers, act on it:
@@ -41,11 +41,11 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.gcgraph import GraphBuilder, Identity, Node, OwnerRef, owner_refs
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from kubelite.api.encoding.stored import now
 from kubelite.api.errors import APIError
-from kubelite.api.registry import Registry
-from kubelite.api.rest import BACKGROUND, FOREGROUND, ORPHAN, DeleteOptions
-from kubelite.api.stored import now
+from kubelite.api.machinery.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import BACKGROUND, FOREGROUND, ORPHAN, DeleteOptions
 
 log = logging.getLogger(__name__)
 

@@ -36,10 +36,10 @@ from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
-from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Watcher, WatchOptions
+from kubelite.api.machinery.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import Context, Watcher, WatchOptions
 
 log = logging.getLogger(__name__)
 

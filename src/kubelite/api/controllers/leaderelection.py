@@ -45,9 +45,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
-from kubelite.api.registry import Registry
-from kubelite.api.stored import clone
+from kubelite.api.machinery.registry import Registry
 
 log = logging.getLogger(__name__)
 

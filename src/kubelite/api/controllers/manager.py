@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig, LeaderElector
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 
 log = logging.getLogger(__name__)
 

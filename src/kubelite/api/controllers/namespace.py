@@ -26,18 +26,18 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.passes import PassController
+from kubelite.api.encoding.stored import storage_prefix
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.namespaces import KUBERNETES_FINALIZER, namespace_info
-from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
-from kubelite.api.rest import (
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import (
     BACKGROUND,
     Context,
     DeleteOptions,
     Lister,
 )
-from kubelite.api.stored import storage_prefix
-from kubelite.api.watchcache import WatchEvent
+from kubelite.api.machinery.watchcache import WatchEvent
 
 #: The manager its writes are recorded under (kube runs this controller in kube-controller-manager).
 MANAGER = "kube-controller-manager"

@@ -3,9 +3,9 @@ controller's ``default``, the root CA publisher's ``kube-root-ca.crt``): an info
 queue of namespace names and workers, as kube-controller-manager writes them.
 
 :class:`NamespaceSyncController` follows namespaces and the objects named ``object_name`` of one
-namespaced kind (:class:`~kubelite.api.following.StoreFollower`: listed through the registry,
-then watched from the list's revision, listed again when the watch ends), holding both in memory
-(the controller's listers). What it enqueues:
+namespaced kind (:class:`~kubelite.api.machinery.following.StoreFollower`: listed through the
+registry, then watched from the list's revision, listed again when the watch ends), holding both in
+memory (the controller's listers). What it enqueues:
 
 - a namespace, whenever it is added or changes;
 - the namespace of an ``object_name`` object that changes or goes;
@@ -27,9 +27,9 @@ from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.following import StoreFollower
 from kubelite.api.kinds.namespaces import namespace_info
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.following import StoreFollower
+from kubelite.api.machinery.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ import logging
 from abc import ABC, abstractmethod
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.registry import Registry
-from kubelite.api.rest import Context, Watcher, WatchOptions
-from kubelite.api.watchcache import WatchEvent
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import Context, Watcher, WatchOptions
+from kubelite.api.machinery.watchcache import WatchEvent
 
 log = logging.getLogger(__name__)
 

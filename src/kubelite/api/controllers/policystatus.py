@@ -5,10 +5,10 @@ and ``status.typeChecking``, so clients can wait until a policy change is in for
 
 kube type-checks each expression against the schema of the kinds the policy matches and lists
 what does not check as ``typeChecking.expressionWarnings``. kubelite's check
-(:mod:`kubelite.api.policy.typechecking`) finds the undefined field references among those, in
-kube's texts, against the kinds of the catalogue this controller shares with the CRD controller
-(so custom kinds are typed from their CRD's schema once it is served); a policy without any
-gets ``typeChecking: {}``, as kube writes it. Like kube's, the check runs when the controller
+(:mod:`kubelite.api.admission.policy.typechecking`) finds the undefined field references among
+those, in kube's texts, against the kinds of the catalogue this controller shares with the CRD
+controller (so custom kinds are typed from their CRD's schema once it is served); a policy without
+any gets ``typeChecking: {}``, as kube writes it. Like kube's, the check runs when the controller
 observes a new generation, not again when the schemas change.
 The write is a conflict-checked update of the ``status`` subresource by this controller's field
 manager (kube applies the status with server-side apply; the result is the same status).
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubelite.api.admission.policy.typechecking import check_policy
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.passes import PassController
 from kubelite.api.errors import APIError
-from kubelite.api.policy.typechecking import check_policy
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 
 Obj = dict[str, Any]
 

@@ -32,14 +32,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubelite.api import errors
+from kubelite.api.auth.rbac import rules_of
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.passes import PassController
+from kubelite.api.encoding.stored import clone_value
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.rbacpolicy import API_VERSION, GROUP
-from kubelite.api.rbac import rules_of
-from kubelite.api.registry import Registry
-from kubelite.api.selectors import SelectorError, label_selector_of
-from kubelite.api.stored import clone_value
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.selectors import SelectorError, label_selector_of
 
 #: The field manager of its writes (kube's).
 MANAGER = "clusterrole-aggregation-controller"

@@ -23,9 +23,9 @@ from __future__ import annotations
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.namespaced import NamespaceSyncController
 from kubelite.api.controllers.serviceaccounts import namespace_terminating
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
-from kubelite.api.registry import Registry
-from kubelite.api.stored import clone
+from kubelite.api.machinery.registry import Registry
 
 MANAGER = "kube-controller-manager"
 CONFIGMAP_NAME = "kube-root-ca.crt"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.namespaced import NamespaceSyncController
 from kubelite.api.errors import APIError
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.registry import Registry
 
 #: The manager its writes are recorded under (the controller runs in kube-controller-manager).
 MANAGER = "kube-controller-manager"

@@ -7,10 +7,10 @@ bindings with their escalation checks, the webhook configurations). Every other 
 is served by the generic store with its strategy (or the default one), plus the generic
 ``status`` and ``scale`` subresources it declares; every custom resource by the generic store
 with the custom resource strategy. A resource whose keys the store keeps past versions of (the
-history retention policy) also serves ``history`` (:mod:`kubelite.api.history`).
+history retention policy) also serves ``history`` (:mod:`kubelite.api.machinery.history`).
 
-The generic machinery (``kubelite.api.generic``, ``registry``, ``rest``, ``strategy`` and the
-server's handlers) never imports this package; an import-linter contract in ``make check``
+The generic machinery (``kubelite.api.machinery.generic``, ``registry``, ``rest``, ``strategy`` and
+the server's handlers) never imports this package; an import-linter contract in ``make check``
 keeps it so.
 """
 
@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from kubelite.api import history
-from kubelite.api.authn import ServiceAccountTokens
-from kubelite.api.authorizer import Authorizer
+from kubelite.api.auth.authn import ServiceAccountTokens
+from kubelite.api.auth.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
-from kubelite.api.generic import Backing, GenericStore
+from kubelite.api.encoding.stored import Codec, storage_prefix
 from kubelite.api.kinds import (
     admissionpolicies,
     core,
@@ -43,12 +42,13 @@ from kubelite.api.kinds.reviews import ReviewREST, TokenCheck
 from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.kinds.settled import Settled
 from kubelite.api.kinds.webhookconversion import WebhookConverter
-from kubelite.api.registry import Registry, Storages
-from kubelite.api.stored import Codec, storage_prefix
-from kubelite.api.strategy import Strategy
-from kubelite.api.subresources import generic_subresources
-from kubelite.api.user import User
-from kubelite.api.webhookclient import WebhookClient
+from kubelite.api.machinery import history
+from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.registry import Registry, Storages
+from kubelite.api.machinery.strategy import Strategy
+from kubelite.api.machinery.subresources import generic_subresources
+from kubelite.api.machinery.user import User
+from kubelite.api.machinery.webhookclient import WebhookClient
 from kubelite.storage import Store
 
 StorageFactory = Callable[[ResourceInfo, Backing], Storages]
@@ -79,7 +79,7 @@ def standard_storages(
 
 
 class BuiltinKinds:
-    """The kind table of a server (:class:`kubelite.api.registry.Kinds`).
+    """The kind table of a server (:class:`kubelite.api.machinery.registry.Kinds`).
 
     ``tokens`` signs service account tokens (None: ``serviceaccounts/<n>/token`` is not served).
     :attr:`webhook_client` calls CRD conversion webhooks (None: a kind converted by a webhook

@@ -1,18 +1,18 @@
 """The storages of the admission policy kinds (ValidatingAdmissionPolicy, MutatingAdmissionPolicy
 and their bindings): the generic store, whose writes answer once this server's policy follower
-holds them (:meth:`kubelite.api.policy.PolicyFollower.settled`), so the client's next request
-is admitted by the policy it just wrote, as RBAC's writes wait for the authorizer."""
+holds them (:meth:`kubelite.api.admission.policy.PolicyFollower.settled`), so the client's next
+request is admitted by the policy it just wrote, as RBAC's writes wait for the authorizer."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
 from kubelite.api.kinds.settled import SettledWrites
-from kubelite.api.registry import Storages
-from kubelite.api.subresources import generic_subresources
+from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.registry import Storages
+from kubelite.api.machinery.subresources import generic_subresources
 
 #: (plural, name, revision): returns once the policy follower holds a write of that object at
 #: ``revision`` (None: its removal)

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from kubelite.api import resourceversion as rv
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding import resourceversion as rv
+from kubelite.api.encoding.stored import now
 from kubelite.api.errors import Cause
-from kubelite.api.generic import Backing, GenericStore, Written
 from kubelite.api.kinds import crds
-from kubelite.api.registry import Storages
-from kubelite.api.rest import Context
-from kubelite.api.stored import now
-from kubelite.api.strategy import Obj, Strategy
-from kubelite.api.subresources import generic_subresources
-from kubelite.api.writehooks import WriteHooks
+from kubelite.api.machinery.generic import Backing, GenericStore, Written
+from kubelite.api.machinery.registry import Storages
+from kubelite.api.machinery.rest import Context
+from kubelite.api.machinery.strategy import Obj, Strategy
+from kubelite.api.machinery.subresources import generic_subresources
+from kubelite.api.machinery.writehooks import WriteHooks
 
 CaughtUp = Callable[[int], Awaitable[None]]
 

@@ -11,23 +11,24 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kubelite.api import authn, errors
-from kubelite.api.admission import CREATE, Attributes
-from kubelite.api.authn import AccountLookup
+from kubelite.api import errors
+from kubelite.api.auth import authn
+from kubelite.api.auth.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import Cause
-from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf, Written
 from kubelite.api.kinds import allocation
 from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.kinds.validation import podephemeral, pods, services
-from kubelite.api.names import label_errors
-from kubelite.api.objectmeta import precondition_failure
-from kubelite.api.registry import Registry, Storages
-from kubelite.api.rest import Context, GetOptions, WriteOptions
-from kubelite.api.stored import clone
-from kubelite.api.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy, keep_stored
-from kubelite.api.subresources import ReadThrough, generic_subresources
-from kubelite.api.writehooks import WriteHooks
+from kubelite.api.machinery.admission import CREATE, Attributes
+from kubelite.api.machinery.generic import Backing, GenericStore, Purge, ReadsOf, Written
+from kubelite.api.machinery.names import label_errors
+from kubelite.api.machinery.objectmeta import precondition_failure
+from kubelite.api.machinery.registry import Registry, Storages
+from kubelite.api.machinery.rest import Context, GetOptions, WriteOptions
+from kubelite.api.machinery.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED, Strategy, keep_stored
+from kubelite.api.machinery.subresources import ReadThrough, generic_subresources
+from kubelite.api.machinery.writehooks import WriteHooks
 
 Obj = dict[str, Any]
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from kubelite.api.errors import Cause, go_quote
-from kubelite.api.names import DNS1035_MESSAGE, subdomain_errors
+from kubelite.api.machinery.names import DNS1035_MESSAGE, subdomain_errors
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api import crschema
+from kubelite.api.apiextensions import schema as crschema
 from kubelite.api.errors import Cause, go_quote
 
 Obj = dict[str, Any]

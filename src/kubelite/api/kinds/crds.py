@@ -32,7 +32,12 @@ from kubelite.api.catalogue import STANDARD_VERBS, Catalogue, Column, ResourceIn
 from kubelite.api.errors import Cause
 from kubelite.api.kinds import crd_conversion
 from kubelite.api.kinds import crd_rules as rules_check
-from kubelite.api.names import DNS1035_MESSAGE, SUBDOMAIN_MESSAGE, is_dns1035, is_subdomain
+from kubelite.api.machinery.names import (
+    DNS1035_MESSAGE,
+    SUBDOMAIN_MESSAGE,
+    is_dns1035,
+    is_subdomain,
+)
 
 Obj = dict[str, Any]
 
@@ -455,7 +460,7 @@ def storage_info(crd: Obj) -> ResourceInfo:
 
 def _infos(crd: Obj, *, served_only: bool) -> list[ResourceInfo]:
     from kubelite.api.catalogue.fieldlabels import FieldLabel
-    from kubelite.api.selectors import json_path_keys
+    from kubelite.api.machinery.selectors import json_path_keys
 
     spec = crd["spec"]
     names = spec["names"]

@@ -3,8 +3,8 @@ resource.
 
 - unknown fields are pruned, nulls dropped where the field is not nullable, defaults applied
   (:meth:`CustomResourceStrategy.default`), then the schema and its CEL rules are checked
-  (:mod:`kubelite.api.crschema`); failures are one 422 ``<Kind>.<group> "<name>" is invalid: ...``
-  with a cause per field;
+  (:mod:`kubelite.api.apiextensions.schema`); failures are one 422 ``<Kind>.<group> "<name>" is
+  invalid: ...`` with a cause per field;
 - generation moves on any change outside metadata; no unconditional update, no create-on-update;
 - a kind whose CRD is being deleted refuses creates (405), as kube-apiserver does, while its
   objects can still be read, updated (their finalizers removed) and deleted;
@@ -14,11 +14,12 @@ resource.
 
 from __future__ import annotations
 
-from kubelite.api import crschema, errors
+from kubelite.api import errors
+from kubelite.api.apiextensions import schema as crschema
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import Cause
-from kubelite.api.stored import clone
-from kubelite.api.strategy import Obj, StatusStrategy, Strategy, content_changed
+from kubelite.api.machinery.strategy import Obj, StatusStrategy, Strategy, content_changed
 
 
 class CustomResourceStrategy(Strategy):

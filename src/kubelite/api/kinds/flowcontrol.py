@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.defaults.platform import default_flow_schema, default_priority_level
-from kubelite.api.registry import Registry
-from kubelite.api.stored import clone
+from kubelite.api.machinery.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -21,24 +21,24 @@ import copy
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.admission import CREATE, DELETE, Attributes
 from kubelite.api.catalogue import Catalogue, ResourceInfo
-from kubelite.api.deletion import gc_finalizers
+from kubelite.api.encoding.stored import clone, now
 from kubelite.api.errors import APIError, Cause
-from kubelite.api.generic import Backing, GenericStore, Purge, ReadsOf
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.names import label_errors
-from kubelite.api.objectmeta import precondition_failure
-from kubelite.api.registry import Registry, Storages
-from kubelite.api.rest import (
+from kubelite.api.machinery.admission import CREATE, DELETE, Attributes
+from kubelite.api.machinery.deletion import gc_finalizers
+from kubelite.api.machinery.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.machinery.names import label_errors
+from kubelite.api.machinery.objectmeta import precondition_failure
+from kubelite.api.machinery.registry import Registry, Storages
+from kubelite.api.machinery.rest import (
     Context,
     DeleteOptions,
     ObjectUpdate,
     WriteOptions,
 )
-from kubelite.api.stored import clone, now
-from kubelite.api.strategy import StatusStrategy, keep_generation, keep_stored
-from kubelite.api.subresources import StatusREST, UpdateThrough
+from kubelite.api.machinery.strategy import StatusStrategy, keep_generation, keep_stored
+from kubelite.api.machinery.subresources import StatusREST, UpdateThrough
 
 Obj = dict[str, Any]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.names import path_segment_errors
-from kubelite.api.strategy import STATUS_KEEPS_METADATA, Strategy, content_changed
+from kubelite.api.machinery.names import path_segment_errors
+from kubelite.api.machinery.strategy import STATUS_KEEPS_METADATA, Strategy, content_changed
 
 Obj = dict[str, Any]
 

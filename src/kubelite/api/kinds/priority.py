@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.admission import CREATE, UPDATE, Attributes
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.errors import APIError
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.admission import CREATE, UPDATE, Attributes
+from kubelite.api.machinery.registry import Registry
 
 Obj = dict[str, Any]
 

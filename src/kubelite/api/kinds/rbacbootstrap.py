@@ -34,7 +34,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubelite.api.auth.rbac import rules_of
+from kubelite.api.auth.rbaccover import covers
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.namespaces import namespace_info
 from kubelite.api.kinds.rbacpolicy import (
@@ -45,11 +48,8 @@ from kubelite.api.kinds.rbacpolicy import (
     namespace_role_bindings,
     namespace_roles,
 )
-from kubelite.api.rbac import rules_of
-from kubelite.api.rbaccover import covers
-from kubelite.api.registry import Registry
-from kubelite.api.rest import DeleteOptions
-from kubelite.api.stored import clone
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import DeleteOptions
 
 log = logging.getLogger(__name__)
 

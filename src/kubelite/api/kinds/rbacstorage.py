@@ -14,7 +14,7 @@ that change only what the garbage collector changes.
 The checks ask the server's authorizer, a hook the assembly sets once it exists
 (:attr:`kubelite.api.kinds.BuiltinKinds.authorizer`); without one (no authentication, or
 ``AlwaysAllow``) every write passes, as under kube's AlwaysAllow. Coverage and the failure text
-are :mod:`kubelite.api.rbaccover`.
+are :mod:`kubelite.api.auth.rbaccover`.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from __future__ import annotations
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.authorizer import MASTERS, Authorizer, AuthorizerHook
+from kubelite.api.auth.authorizer import MASTERS, Authorizer, AuthorizerHook
+from kubelite.api.auth.rbac import rules_of
+from kubelite.api.auth.rbaccover import FULL_AUTHORITY, escalation
 from kubelite.api.catalogue import Catalogue, ResourceInfo
+from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError, go_quote, qualified
-from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
 from kubelite.api.kinds.settled import Settled, SettledWrites
-from kubelite.api.rbac import rules_of
-from kubelite.api.rbaccover import FULL_AUTHORITY, escalation
-from kubelite.api.registry import Storages
-from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, GetOptions, ObjectUpdate
-from kubelite.api.stored import clone
-from kubelite.api.strategy import Strategy
-from kubelite.api.subresources import generic_subresources
+from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.registry import Storages
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.rest import Context, GetOptions, ObjectUpdate
+from kubelite.api.machinery.strategy import Strategy
+from kubelite.api.machinery.subresources import generic_subresources
 
 Obj = dict[str, Any]
 

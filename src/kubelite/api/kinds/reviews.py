@@ -21,15 +21,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api import errors
-from kubelite.api.authn import API_AUDIENCE
-from kubelite.api.authorizer import AlwaysAllow, Authorizer, AuthorizerHook, Decision
+from kubelite.api.auth.authn import API_AUDIENCE
+from kubelite.api.auth.authorizer import AlwaysAllow, Authorizer, AuthorizerHook, Decision
+from kubelite.api.auth.rbac import strings
+from kubelite.api.auth.rbaccover import aggregate
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
-from kubelite.api.rbac import strings
-from kubelite.api.rbaccover import aggregate
-from kubelite.api.request import RequestInfo
-from kubelite.api.rest import Context, WriteOptions
-from kubelite.api.user import User
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.rest import Context, WriteOptions
+from kubelite.api.machinery.user import User
 
 Obj = dict[str, Any]
 

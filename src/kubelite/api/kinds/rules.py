@@ -17,7 +17,7 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
-from kubelite.api.strategy import Strategy
+from kubelite.api.machinery.strategy import Strategy
 
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj], None]

@@ -13,9 +13,9 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue
-from kubelite.api.listing import ListOptions
-from kubelite.api.registry import Registry
-from kubelite.api.webhookclient import ServiceResolver
+from kubelite.api.machinery.listing import ListOptions
+from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.webhookclient import ServiceResolver
 
 Obj = dict[str, Any]
 

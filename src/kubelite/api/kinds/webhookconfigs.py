@@ -10,10 +10,10 @@ The hook that waits is set by the assembly once the source exists
 from __future__ import annotations
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.generic import Backing, GenericStore
 from kubelite.api.kinds import platform
 from kubelite.api.kinds.settled import Settled, SettledWrites
-from kubelite.api.registry import Storages
+from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.registry import Storages
 
 GROUP = "admissionregistration.k8s.io"
 PLURALS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")

@@ -1,17 +1,17 @@
 """A CRD's conversion webhook at work (apiextensions-apiserver's webhook_converter.go): the
-:class:`~kubelite.api.stored.VersionConverter` of a kind whose CRD says
+:class:`~kubelite.api.encoding.stored.VersionConverter` of a kind whose CRD says
 ``conversion.strategy: Webhook``.
 
 One call converts every object not already at the desired version (none: no call): ``POST``
 ``{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid",
 "desiredAPIVersion", "objects"}}`` (``v1beta1`` when the CRD lists it first) to the webhook, with
-``?timeout=30s``, through the server's one :class:`~kubelite.api.webhookclient.WebhookClient`.
-The answer is checked as kube checks it: the review's kind (v1), ``response`` present, its
-``uid`` echoed (v1), ``result.status`` Success (else its message), as many objects as sent, each
-at the desired apiVersion with the same kind, name, namespace and UID; its metadata is then the
-original's but for labels and annotations, which the webhook may change (and which are then
-validated). A converted object is pruned by its version's schema (apiextensions'
-schemaCoercingConverter).
+``?timeout=30s``, through the server's one
+:class:`~kubelite.api.machinery.webhookclient.WebhookClient`. The answer is checked as kube checks
+it: the review's kind (v1), ``response`` present, its ``uid`` echoed (v1), ``result.status`` Success
+(else its message), as many objects as sent, each at the desired apiVersion with the same kind,
+name, namespace and UID; its metadata is then the original's but for labels and annotations, which
+the webhook may change (and which are then validated). A converted object is pruned by its version's
+schema (apiextensions' schemaCoercingConverter).
 
 A failure is a 500 without a reason (kube-apiserver's answer to an error that is not a Status):
 ``conversion webhook for <group>/<version>, Kind=<Kind> failed: <why>``, the GVK being the
@@ -28,13 +28,14 @@ from typing import Any
 
 import orjson
 
-from kubelite.api import crschema, errors
+from kubelite.api import errors
+from kubelite.api.apiextensions import schema as crschema
 from kubelite.api.catalogue import ResourceInfo
+from kubelite.api.encoding.stored import clone_value
 from kubelite.api.errors import APIError, Cause, go_quote
 from kubelite.api.kinds.crd_conversion import REVIEW_VERSIONS
-from kubelite.api.metavalidation import annotation_causes, label_causes
-from kubelite.api.stored import clone_value
-from kubelite.api.webhookclient import CallFailed, WebhookClient
+from kubelite.api.machinery.metavalidation import annotation_causes, label_causes
+from kubelite.api.machinery.webhookclient import CallFailed, WebhookClient
 
 Obj = dict[str, Any]
 ClientSource = Callable[[], WebhookClient | None]

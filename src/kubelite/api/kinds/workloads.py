@@ -7,7 +7,7 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.strategy import ORPHAN_DEPENDENTS, Strategy, spec_changed
+from kubelite.api.machinery.strategy import ORPHAN_DEPENDENTS, Strategy, spec_changed
 
 Obj = dict[str, Any]
 

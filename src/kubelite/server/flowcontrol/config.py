@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubelite.api.request import RequestInfo
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 from kubelite.api.shufflesharding import MAX_HASH_BITS, required_entropy_bits
-from kubelite.api.user import User
 from kubelite.server.flowcontrol.allocation import DemandStats, Item, allocate
 from kubelite.server.flowcontrol.matching import (
     Matcher,

@@ -21,8 +21,8 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
-from kubelite.api.following import StoreFollower
-from kubelite.api.registry import Registry
+from kubelite.api.machinery.following import StoreFollower
+from kubelite.api.machinery.registry import Registry
 from kubelite.server.flowcontrol.config import FlowControl
 
 log = logging.getLogger(__name__)

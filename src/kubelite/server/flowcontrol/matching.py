@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubelite.api.request import RequestInfo
-from kubelite.api.user import User
+from kubelite.api.machinery.request import RequestInfo
+from kubelite.api.machinery.user import User
 
 Obj = dict[str, Any]
 Matcher = Callable[[User, RequestInfo], bool]

@@ -18,9 +18,9 @@ OpenAPI tools load them and kubectl finds what it looks for:
   ``x-kubernetes-group-version-kind`` and a ``fieldValidation`` parameter; kubectl 1.27/1.28 (and
   1.29+ for a kind missing from v3, such as a custom resource whose CRD is in the same file) do
   the same in v2. Finding one, kubectl sends ``fieldValidation=Strict`` and leaves validation to
-  the server (:mod:`kubelite.api.validation`); else it validates against the v2 definitions
-  itself, skipping kinds v2 does not define, so applying a CRD and its objects from one file ends
-  on kubectl's own ``resource mapping not found ... ensure CRDs are installed first``.
+  the server (:mod:`kubelite.api.machinery.validation`); else it validates against the v2
+  definitions itself, skipping kinds v2 does not define, so applying a CRD and its objects from one
+  file ends on kubectl's own ``resource mapping not found ... ensure CRDs are installed first``.
 - **patch** declares its request body's content types (JSON patch, merge patch, apply; strategic
   merge for built-in kinds only, as kube-apiserver): kubectl 1.27+ computes the strategic merge
   patch of ``apply`` from v3 when the kind's ``patch`` accepts it, else from v2.

@@ -19,8 +19,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from kubelite.api.encoding.quantity import MILLI, parse_or_none
 from kubelite.api.kinds.rules import Defaulter, Kind, Obj
-from kubelite.api.quantity import MILLI, parse_or_none
 
 DEFAULT_TERMINATION_GRACE_PERIOD = 30
 DEFAULT_SCHEDULER = "default-scheduler"

@@ -1,7 +1,7 @@
 """Validation: ValidatingAdmissionPolicy, MutatingAdmissionPolicy and their bindings
 (pkg/apis/admissionregistration/validation): the fields each needs, and every CEL expression
-compiled as the admission plugins will compile it (:mod:`kubelite.api.policy`), so a policy
-that does not compile is refused when it is written (``spec.validations[0].expression:
+compiled as the admission plugins will compile it (:mod:`kubelite.api.admission.policy`), so a
+policy that does not compile is refused when it is written (``spec.validations[0].expression:
 Invalid value: "...": compilation failed: ERROR: <input>:1:5: ...``), as kube refuses it.
 
 Not checked (kube checks them too): the rules' operations, groups, versions and resources
@@ -14,6 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubelite.api.admission.policy.expressions import (
+    BOOL,
+    NULL,
+    STRING,
+    compile_one,
+    compile_variables,
+    declared,
+)
+from kubelite.api.admission.policy.mutations import checked_mutation
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.rules import Kind, Validator
 from kubelite.api.kinds.validation.fields import (
@@ -29,17 +38,8 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
     too_many,
 )
-from kubelite.api.metavalidation import qualified_name_errors
-from kubelite.api.names import path_segment_errors, subdomain_errors
-from kubelite.api.policy.expressions import (
-    BOOL,
-    NULL,
-    STRING,
-    compile_one,
-    compile_variables,
-    declared,
-)
-from kubelite.api.policy.mutations import checked_mutation
+from kubelite.api.machinery.metavalidation import qualified_name_errors
+from kubelite.api.machinery.names import path_segment_errors, subdomain_errors
 
 GROUP = "admissionregistration.k8s.io"
 FAILURE_POLICIES = ("Fail", "Ignore")

@@ -30,7 +30,7 @@ from kubelite.api.kinds.validation.fields import (
     selector_parses,
     selector_value,
 )
-from kubelite.api.names import label_errors
+from kubelite.api.machinery.names import label_errors
 
 # -- robfig/cron v3 ParseStandard -------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
-from kubelite.api.metavalidation import invalid, regex_error
+from kubelite.api.machinery.metavalidation import invalid, regex_error
 
 #: core.MaxSecretSize, also ConfigMap's limit.
 MAX_SIZE = 1024 * 1024

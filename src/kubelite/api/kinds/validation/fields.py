@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubelite.api.errors import Cause, go_quote
-from kubelite.api.selectors import _label_key_errors, _label_value_errors
+from kubelite.api.machinery.selectors import _label_key_errors, _label_value_errors
 
 Obj = dict[str, Any]
 

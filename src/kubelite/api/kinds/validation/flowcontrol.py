@@ -27,7 +27,7 @@ from kubelite.api.kinds.validation.fields import (
     not_supported,
     required,
 )
-from kubelite.api.names import label_errors, subdomain_errors
+from kubelite.api.machinery.names import label_errors, subdomain_errors
 from kubelite.api.shufflesharding import MAX_HASH_BITS, required_entropy_bits
 
 MAX_PRECEDENCE = 10000

@@ -23,7 +23,11 @@ from kubelite.api.kinds.validation.fields import (
     required,
     too_many,
 )
-from kubelite.api.metavalidation import qualified_name_errors, regex_error, subdomain_errors
+from kubelite.api.machinery.metavalidation import (
+    qualified_name_errors,
+    regex_error,
+    subdomain_errors,
+)
 
 __all__ = ["indexed_limit_causes", "managed_by_causes", "policy_causes"]
 

@@ -21,7 +21,7 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
     too_many,
 )
-from kubelite.api.names import label_errors, path_segment_errors, subdomain_errors
+from kubelite.api.machinery.names import label_errors, path_segment_errors, subdomain_errors
 
 # -- apimachinery util/validation -------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.validation.fields import as_int, invalid, render
-from kubelite.api.metavalidation import subdomain_errors
+from kubelite.api.machinery.metavalidation import subdomain_errors
 
 FILE_MODE = "must be a number between 0 and 0777 (octal), both inclusive"
 

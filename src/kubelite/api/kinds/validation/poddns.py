@@ -15,7 +15,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.kinds.validation.fields import as_dict, as_list, as_str, invalid, required
 from kubelite.api.kinds.validation.networking import is_ip
 from kubelite.api.kinds.validation.services import INVALID_IP
-from kubelite.api.metavalidation import regex_error, subdomain_errors
+from kubelite.api.machinery.metavalidation import regex_error, subdomain_errors
 
 Obj = dict[str, Any]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubelite.api.encoding.quantity import parse_or_none
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.validation.configdata import config_key_errors
 from kubelite.api.kinds.validation.fields import (
@@ -29,8 +30,7 @@ from kubelite.api.kinds.validation.podcommon import (
     local_descending_path,
     subdomain_causes,
 )
-from kubelite.api.metavalidation import qualified_name_errors, subdomain_errors
-from kubelite.api.quantity import parse_or_none
+from kubelite.api.machinery.metavalidation import qualified_name_errors, subdomain_errors
 
 _RELAXED_ENV_MSG = (
     "a valid environment variable name must consist only of printable ASCII characters other "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubelite.api.encoding.quantity import Quantity, parse_or_none
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.rules import Kind, Obj, Validator
 from kubelite.api.kinds.validation import poddns, podscheduling, podsecurity
@@ -37,14 +38,13 @@ from kubelite.api.kinds.validation.podephemeral import (
 from kubelite.api.kinds.validation.podephemeral import in_template_causes, on_create_causes
 from kubelite.api.kinds.validation.podmounts import mount_causes
 from kubelite.api.kinds.validation.podvolumes import volume_causes
-from kubelite.api.metavalidation import (
+from kubelite.api.machinery.metavalidation import (
     annotation_causes,
     invalid,
     label_causes,
     qualified_name_errors,
     regex_error,
 )
-from kubelite.api.quantity import Quantity, parse_or_none
 
 # --- util/validation --------------------------------------------------------------------------
 

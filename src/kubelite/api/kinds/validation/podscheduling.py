@@ -30,12 +30,12 @@ from kubelite.api.kinds.validation.fields import (
     selector_causes,
     set_operator_causes,
 )
-from kubelite.api.metavalidation import (
+from kubelite.api.machinery.metavalidation import (
     label_value_errors,
     qualified_name_errors,
     subdomain_errors,
 )
-from kubelite.api.names import label_errors
+from kubelite.api.machinery.names import label_errors
 
 Obj = dict[str, Any]
 

@@ -35,7 +35,7 @@ from kubelite.api.kinds.validation.fields import (
     not_supported,
     required,
 )
-from kubelite.api.metavalidation import subdomain_errors
+from kubelite.api.machinery.metavalidation import subdomain_errors
 
 _ID_RANGE = "must be between 0 and 2147483647, inclusive"
 _SYSCTL_FMT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubelite.api.encoding.quantity import parse_or_none
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.validation.fields import (
     Typed,
@@ -39,9 +40,8 @@ from kubelite.api.kinds.validation.podenv import (
     object_field_selector_causes,
     resource_field_selector_causes,
 )
-from kubelite.api.metavalidation import annotation_causes, subdomain_errors
-from kubelite.api.metavalidation import label_causes as labels_causes
-from kubelite.api.quantity import parse_or_none
+from kubelite.api.machinery.metavalidation import annotation_causes, subdomain_errors
+from kubelite.api.machinery.metavalidation import label_causes as labels_causes
 
 Obj = dict[str, Any]
 

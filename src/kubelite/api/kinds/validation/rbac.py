@@ -19,7 +19,7 @@ from kubelite.api.kinds.validation.fields import (
     required,
     selector_causes,
 )
-from kubelite.api.names import path_segment_errors, subdomain_errors
+from kubelite.api.machinery.names import path_segment_errors, subdomain_errors
 
 GROUP = "rbac.authorization.k8s.io"
 

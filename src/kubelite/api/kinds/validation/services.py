@@ -31,7 +31,7 @@ from kubelite.api.kinds.validation.fields import (
     not_supported,
     required,
 )
-from kubelite.api.names import label_errors, subdomain_errors
+from kubelite.api.machinery.names import label_errors, subdomain_errors
 
 Obj = dict[str, Any]
 
