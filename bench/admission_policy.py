@@ -98,7 +98,7 @@ def validate_cost() -> float:
     from kubelite.api.admission.policy.source import NamespaceMirror
     from kubelite.api.catalogue import load_builtin_catalogue
     from kubelite.api.kinds import new_registry
-    from kubelite.api.kinds.defaults.platform import (
+    from kubelite.api.kinds.admissionregistration.defaults import (
         default_validating_admission_policy,
         default_validating_admission_policy_binding,
     )

@@ -23,8 +23,8 @@ SIZES = (2000, 12000)
 WORKLOAD = r"""
 import asyncio, sys
 from kubelite.api.machinery.user import ADMIN, User
-from kubelite.api.kinds.flowcontrol import (mandatory, mandatory_levels, mandatory_schemas,
-                                           suggested_levels, suggested_schemas)
+from kubelite.api.kinds.flowcontrol.bootstrap import (
+    mandatory, mandatory_levels, mandatory_schemas, suggested_levels, suggested_schemas)
 from kubelite.api.machinery.request import RequestInfo
 from kubelite.server.flowcontrol.config import FlowControl
 from kubelite.server.flowcontrol.filter import with_priority_and_fairness

@@ -62,7 +62,7 @@ def test_every_contract_is_kept_by_the_code_as_it_is(tmp_path: Path) -> None:
     [
         # a machinery package importing a kind: both the api layers and the kind ban
         (
-            {"api/admission/policy/plugins.py": "import kubelite.api.kinds.namespaces"},
+            {"api/admission/policy/plugins.py": "import kubelite.api.kinds.core.namespaces"},
             {API, NO_KIND},
         ),
         ({"api/auth/rbacindex.py": "import kubelite.api.controllers.crd"}, {API, NO_KIND}),

@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         import uvloop
 
         from kubelite.api.controllers.leaderelection import ElectionConfig
-        from kubelite.api.kinds.allocation import ServiceRanges
+        from kubelite.api.kinds.core.serviceallocation import ServiceRanges
         from kubelite.server import logs
         from kubelite.server.listening import HEADER_READ_SECONDS
         from kubelite.server.overload import Limits

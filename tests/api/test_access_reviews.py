@@ -13,7 +13,7 @@ from rbac_helpers import RulesAuthorizer
 from kubelite.api.auth.authorizer import Authorizer, Decision
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError
-from kubelite.api.kinds.reviews import ReviewREST
+from kubelite.api.kinds.authorization.reviews import ReviewREST
 from kubelite.api.machinery.request import RequestInfo
 from kubelite.api.machinery.rest import Context, WriteOptions
 from kubelite.api.machinery.user import User

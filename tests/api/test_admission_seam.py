@@ -11,7 +11,7 @@ import pytest
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.api.errors import APIError
-from kubelite.api.kinds import STRATEGIES, new_registry
+from kubelite.api.kinds import BuiltinKinds, new_registry
 from kubelite.api.machinery.admission import CREATE, DELETE, UPDATE, Attributes
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.rest import Context, Creater, DeleteOptions, Warnings, WriteOptions
@@ -123,7 +123,7 @@ def test_fields_kept_from_the_stored_object_are_copies(catalogue: Catalogue) -> 
     """A strategy that keeps the stored status (or spec, on a status write) hands the new object
     a copy: steps after it may change the new object, never the stored one they compare with."""
     deployments = info(catalogue, "apps", "v1", "deployments")
-    strategy = STRATEGIES["apps", "deployments"]
+    strategy = BuiltinKinds(catalogue).strategy("apps", "deployments")
     old: Obj = {"metadata": {}, "spec": {"replicas": 1}, "status": {"replicas": 1}}
     new: Obj = {"metadata": {}, "spec": {"replicas": 2}, "status": {"replicas": 9}}
     strategy.prepare_for_update(deployments, new, old)

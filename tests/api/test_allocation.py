@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from kubelite.api.errors import APIError
-from kubelite.api.kinds import allocation
-from kubelite.api.kinds.allocation import IP_KEY, PORT_KEY, ServiceAllocator
+from kubelite.api.kinds.core import serviceallocation as allocation
+from kubelite.api.kinds.core.serviceallocation import IP_KEY, PORT_KEY, ServiceAllocator
 from kubelite.storage import Store
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import APIError
-from kubelite.api.kinds import crd_conversion, crds
-from kubelite.api.kinds.webhookconversion import WebhookConverter
+from kubelite.api.kinds.apiextensions import crdconversion as crd_conversion
+from kubelite.api.kinds.apiextensions import crdvalidation as crds
+from kubelite.api.kinds.apiextensions.webhookconversion import WebhookConverter
 from kubelite.api.machinery.webhookclient import CallFailed
 from kubelite.server.tls import ensure_serving_files
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.api.kinds.validation import godiff, podtypes
+from kubelite.api.kinds.core.validation import podtypes
+from kubelite.api.kinds.validation import godiff
 
 BASE: dict[str, Any] = {
     "containers": [{"name": "c", "image": "nginx", "command": ["sleep", "1"]}],

@@ -10,17 +10,35 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.kinds import rules
-from kubelite.api.kinds.defaults.pods import image_tag, pod_qos
+from kubelite.api.catalogue import load_builtin_catalogue
+from kubelite.api.kinds import RESOURCES, BuiltinKinds
+from kubelite.api.kinds.core.poddefaults import image_tag, pod_qos
 
 Obj = dict[str, Any]
 
 
+CATALOGUE = load_builtin_catalogue()
+KINDS = BuiltinKinds(CATALOGUE)
+#: (group, Kind) -> plural, for the kinds the table lists
+PLURALS = {(info.group, info.kind): info.plural for info in CATALOGUE if info.builtin}
+
+
+def defaulters(group: str, kind: str) -> tuple[object, ...]:
+    return tuple(getattr(KINDS.strategy(group, PLURALS[group, kind]), "defaulters", ()))
+
+
 def defaulted(group: str, kind: str, obj: Obj) -> Obj:
     out = copy.deepcopy(obj)
-    for defaulter in rules.DEFAULTERS[(group, kind)]:
-        defaulter(out)
+    for defaulter in defaulters(group, kind):
+        defaulter(out)  # type: ignore[operator]
     return out
+
+
+DEFAULTED_KINDS = sorted(
+    (group, kind)
+    for (group, kind), plural in PLURALS.items()
+    if any(r.key == (group, plural) and getattr(r.strategy, "defaulters", ()) for r in RESOURCES)
+)
 
 
 CONTAINER = {"name": "c", "image": "nginx:1.27"}
@@ -441,7 +459,7 @@ def test_network_policy() -> None:
     assert explicit["spec"]["policyTypes"] == ["Egress"]
     ic = defaulted("networking.k8s.io", "IngressClass", {"spec": {"parameters": {"kind": "K"}}})
     assert ic["spec"]["parameters"]["scope"] == "Cluster"
-    assert ("networking.k8s.io", "Ingress") not in rules.DEFAULTERS  # nothing at v1
+    assert defaulters("networking.k8s.io", "Ingress") == ()  # nothing at v1
 
 
 def test_hpa() -> None:
@@ -529,7 +547,7 @@ def test_other_groups() -> None:
 
 
 @pytest.mark.parametrize(
-    ("group", "kind"), [key for key in rules.DEFAULTERS if key[1] != "HorizontalPodAutoscaler"]
+    ("group", "kind"), [key for key in DEFAULTED_KINDS if key[1] != "HorizontalPodAutoscaler"]
 )
 @pytest.mark.parametrize(
     "body",

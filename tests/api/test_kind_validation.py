@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.kinds.validation import batch, networking, rbac, workloads
+from kubelite.api.kinds.apps import validation as workloads
+from kubelite.api.kinds.batch import validation as batch
+from kubelite.api.kinds.networking import validation as networking
+from kubelite.api.kinds.rbac import validation as rbac
 
 Obj = dict[str, Any]
 

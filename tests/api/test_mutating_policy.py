@@ -17,7 +17,7 @@ from kubelite.api.admission.policy.source import NamespaceMirror
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.errors import APIError, status_body
 from kubelite.api.kinds import new_registry
-from kubelite.api.kinds.defaults.platform import default_mutating_admission_policy
+from kubelite.api.kinds.admissionregistration.defaults import default_mutating_admission_policy
 from kubelite.api.machinery.registry import Registry
 from kubelite.storage import Store
 

@@ -17,7 +17,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalog
 from kubelite.api.controllers.namespace import NamespaceController
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
-from kubelite.api.kinds.namespaces import (
+from kubelite.api.kinds.core.namespaces import (
     NamespaceLifecycleAdmission,
     NamespaceStrategy,
     namespace_info,

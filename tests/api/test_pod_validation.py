@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kubelite.api.encoding.quantity import parse_or_none as parse_quantity
-from kubelite.api.kinds.validation.configdata import validate_configmap, validate_secret
-from kubelite.api.kinds.validation.pods import pod_spec_causes
+from kubelite.api.kinds.core.validation.configdata import validate_configmap, validate_secret
+from kubelite.api.kinds.core.validation.pods import pod_spec_causes
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalog
 from kubelite.api.controllers.rbacaggregation import MANAGER, ClusterRoleAggregator
 from kubelite.api.errors import APIError
 from kubelite.api.kinds import new_registry
-from kubelite.api.kinds.namespaces import ensure_system_namespaces
-from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
+from kubelite.api.kinds.core.namespaces import ensure_system_namespaces
+from kubelite.api.kinds.rbac.bootstrap import ensure_bootstrap_policy
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.selectors import SelectorError, label_selector_of
 from kubelite.storage import Store

@@ -17,8 +17,8 @@ from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.rbacaggregation import aggregate_all
 from kubelite.api.encoding.stored import storage_key
 from kubelite.api.kinds import new_registry
-from kubelite.api.kinds.rbacbootstrap import reconcile_binding, reconcile_role
-from kubelite.api.kinds.reviews import access_status
+from kubelite.api.kinds.authorization.reviews import access_status
+from kubelite.api.kinds.rbac.bootstrap import reconcile_binding, reconcile_role
 from kubelite.api.machinery.request import RequestInfo
 from kubelite.api.machinery.user import User
 from kubelite.storage import Store

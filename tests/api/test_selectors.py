@@ -13,7 +13,7 @@ import pytest
 from kubelite.api.catalogue import ResourceInfo, load_builtin_catalogue
 from kubelite.api.catalogue.fieldlabels import NOT_KNOWN, FieldLabel
 from kubelite.api.errors import APIError
-from kubelite.api.kinds.crds import infos as crd_infos
+from kubelite.api.kinds.apiextensions.crdvalidation import infos as crd_infos
 from kubelite.api.machinery.selectors import (
     FieldSelector,
     Selection,

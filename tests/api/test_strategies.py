@@ -11,8 +11,8 @@ import pytest
 
 from kubelite.api.auth.authn import ServiceAccountTokens
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
-from kubelite.api.kinds import DEFAULT_STRATEGY, STRATEGIES, BuiltinKinds
-from kubelite.api.kinds.custom import CustomResourceStrategy
+from kubelite.api.kinds import BuiltinKinds
+from kubelite.api.kinds.apiextensions.customresources import CustomResourceStrategy
 from kubelite.api.machinery.deletion import gc_finalizers
 from kubelite.api.machinery.objectmeta import update_causes
 from kubelite.api.machinery.registry import Registry
@@ -38,8 +38,11 @@ def registry(store: Store, catalogue: Catalogue) -> Registry:
     return Registry(store, BuiltinKinds(catalogue, ServiceAccountTokens("test-token")))
 
 
+TABLE = BuiltinKinds(Catalogue())
+
+
 def strategy(group: str, plural: str) -> Strategy:
-    return STRATEGIES.get((group, plural), DEFAULT_STRATEGY)
+    return TABLE.strategy(group, plural)
 
 
 async def test_every_kinds_storages_serve_exactly_its_declared_verbs(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubelite.api.kinds.flowcontrol import (
+from kubelite.api.kinds.flowcontrol.bootstrap import (
     mandatory,
     mandatory_levels,
     mandatory_schemas,

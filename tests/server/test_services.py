@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from harness import Server, start_in_process, stop_server
 
-from kubelite.api.kinds.allocation import ServiceRanges
+from kubelite.api.kinds.core.serviceallocation import ServiceRanges
 
 SERVICES = "/api/v1/namespaces/{ns}/services"
 

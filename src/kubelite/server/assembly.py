@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubelite.api import kinds as kind_table
 from kubelite.api.admission.policy.plugins import AdmissionPolicies
 from kubelite.api.admission.webhooks import MutatingWebhooks, ValidatingWebhooks, WebhookSource
 from kubelite.api.auth.authn import ServiceAccountTokens, TokenAuthenticator
@@ -36,26 +37,27 @@ from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
 from kubelite.api.controllers.rootcacert import RootCAPublisher
 from kubelite.api.controllers.serviceaccounts import ServiceAccountController
 from kubelite.api.kinds import BuiltinKinds
-from kubelite.api.kinds.allocation import ServiceRanges
-from kubelite.api.kinds.core import ensure_kubernetes_service, service_account_lookup
-from kubelite.api.kinds.flowcontrol import (
+from kubelite.api.kinds.core.namespaces import (
+    NamespaceLifecycleAdmission,
+    ensure_system_namespaces,
+    namespace_info,
+)
+from kubelite.api.kinds.core.serviceaccounts import service_account_lookup
+from kubelite.api.kinds.core.serviceaddress import service_resolver
+from kubelite.api.kinds.core.serviceallocation import ServiceRanges
+from kubelite.api.kinds.core.services import ensure_kubernetes_service
+from kubelite.api.kinds.flowcontrol.bootstrap import (
     ensure_flowcontrol_bootstrap,
     flow_schema_info,
     mandatory,
     priority_level_info,
 )
-from kubelite.api.kinds.namespaces import (
-    NamespaceLifecycleAdmission,
-    ensure_system_namespaces,
-    namespace_info,
-)
-from kubelite.api.kinds.priority import (
+from kubelite.api.kinds.rbac.bootstrap import ensure_bootstrap_policy
+from kubelite.api.kinds.scheduling.priorityclasses import (
     PriorityAdmission,
     ensure_system_priority_classes,
     priority_class_info,
 )
-from kubelite.api.kinds.rbacbootstrap import ensure_bootstrap_policy
-from kubelite.api.kinds.serviceaddress import service_resolver
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.watchcache import WatchCacheSet
 from kubelite.api.machinery.webhookclient import WebhookClient
@@ -165,7 +167,11 @@ async def assemble(
     caches = WatchCacheSet(store, **(watch_cache_options or {}))
     ranges = service_ranges or ServiceRanges()
     kinds = BuiltinKinds(
-        catalogue, ServiceAccountTokens(token) if token else None, ranges, history_retained
+        catalogue,
+        ServiceAccountTokens(token) if token else None,
+        ranges,
+        history_retained,
+        resources=kind_table.RESOURCES,
     )
     registry = Registry(store, kinds, caches=caches)
     webhooks = WebhookClient(service_resolver(registry, catalogue))

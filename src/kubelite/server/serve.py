@@ -27,7 +27,7 @@ from typing import Any
 
 from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig
-from kubelite.api.kinds.allocation import ServiceRanges
+from kubelite.api.kinds.core.serviceallocation import ServiceRanges
 from kubelite.api.machinery.retention import resolve_retention
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog

@@ -128,8 +128,9 @@ class ResourceInfo:
     field_label_error: str = ""
     #: A custom resource converted between its versions by a webhook (its CRD's conversion
     #: strategy ``Webhook``): the CRD's name, ``spec.conversion.webhook`` and the storage
-    #: version's schema, as JSON text (:mod:`kubelite.api.kinds.crd_conversion`). Empty: the
-    #: versions differ only in apiVersion (strategy ``None``) or the kind is built in.
+    #: version's schema, as JSON text (:mod:`kubelite.api.kinds.apiextensions.crdconversion`).
+    #: Empty: the versions differ only in apiVersion (strategy ``None``) or the kind is built
+    #: in.
     conversion: str = ""
 
     def __post_init__(self) -> None:

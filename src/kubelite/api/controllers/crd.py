@@ -1,12 +1,13 @@
 """CRDs at work: the controller that turns stored CRDs into served kinds (and deletes a CRD's
-objects before the CRD itself). The CRD kind's strategy is :mod:`kubelite.api.kinds.apiextensions`.
+objects before the CRD itself). The CRD kind's strategy is
+:mod:`kubelite.api.kinds.apiextensions.customresourcedefinitions`.
 
 :class:`CRDController` follows the stored CRDs with a store watch, as every kubelite server over
 the same store must: its catalogue serves each established CRD's served versions
-(:func:`kubelite.api.kinds.crds.infos`), and stops serving them when the CRD is gone (its watch
-caches closed, so open watch streams of those kinds end). A CRD write does not answer before this
-server's controller has seen it (:meth:`CRDController.caught_up`), so a client that creates a CRD
-can use its kind at once.
+(:func:`kubelite.api.kinds.apiextensions.crdvalidation.infos`), and stops serving them when the
+CRD is gone (its watch caches closed, so open watch streams of those kinds end). A CRD write
+does not answer before this server's controller has seen it (:meth:`CRDController.caught_up`),
+so a client that creates a CRD can use its kind at once.
 
 Deleting a CRD: its ``customresourcecleanup.apiextensions.k8s.io`` finalizer holds it while the
 controller deletes every object of the kind (through the registry, so the objects' own
@@ -24,7 +25,7 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.encoding.stored import decode, storage_prefix
-from kubelite.api.kinds import crds
+from kubelite.api.kinds.apiextensions import crdvalidation as crds
 from kubelite.api.machinery.listing import ListOptions
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.watchcache import WatchCacheSet

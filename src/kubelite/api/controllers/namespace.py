@@ -1,7 +1,7 @@
 """The namespace controller: empties a terminating namespace, then lets it go (what
 kube-controller-manager's namespace controller does).
 
-A namespace whose DELETE set ``deletionTimestamp`` (:mod:`kubelite.api.kinds.namespaces`) is
+A namespace whose DELETE set ``deletionTimestamp`` (:mod:`kubelite.api.kinds.core.namespaces`) is
 emptied: every object of every namespaced kind in the catalogue stored under it is deleted
 through the registry, so objects with ``metadata.finalizers`` are only marked and are waited for.
 Once nothing is left the controller removes ``kubernetes`` from ``spec.finalizers`` through the
@@ -28,7 +28,7 @@ from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.passes import PassController
 from kubelite.api.encoding.stored import storage_prefix
 from kubelite.api.errors import APIError
-from kubelite.api.kinds.namespaces import KUBERNETES_FINALIZER, namespace_info
+from kubelite.api.kinds.core.namespaces import KUBERNETES_FINALIZER, namespace_info
 from kubelite.api.machinery.listing import ListOptions
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.rest import (

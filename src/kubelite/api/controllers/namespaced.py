@@ -27,7 +27,7 @@ from typing import Any
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.controllers.workqueue import WorkQueue
-from kubelite.api.kinds.namespaces import namespace_info
+from kubelite.api.kinds.core.namespaces import namespace_info
 from kubelite.api.machinery.following import StoreFollower
 from kubelite.api.machinery.registry import Registry
 

@@ -37,7 +37,7 @@ from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.passes import PassController
 from kubelite.api.encoding.stored import clone_value
 from kubelite.api.errors import APIError
-from kubelite.api.kinds.rbacpolicy import API_VERSION, GROUP
+from kubelite.api.kinds.rbac.policy import API_VERSION, GROUP
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.selectors import SelectorError, label_selector_of
 
