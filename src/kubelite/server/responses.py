@@ -18,8 +18,8 @@ from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.encoding import jsoncodec
 from kubelite.api.errors import APIError
-from kubelite.api.machinery.generic import collect
 from kubelite.api.machinery.listing import ListScan
+from kubelite.api.machinery.reads import collect
 from kubelite.server.faults import StreamFaults
 from kubelite.server.messages import JSON, Request, Send, send_json
 from kubelite.server.streaming import ChunkBatcher

@@ -51,7 +51,8 @@ from kubelite.api.kinds.core.serviceallocation import ServiceRanges
 from kubelite.api.kinds.resource import Resource, Wiring, standard_storages
 from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.machinery import history
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Registry, Storages
 from kubelite.api.machinery.strategy import Strategy
 from kubelite.api.machinery.subresources import generic_subresources

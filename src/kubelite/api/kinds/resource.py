@@ -19,7 +19,8 @@ from kubelite.api.auth.authn import ServiceAccountTokens
 from kubelite.api.auth.authorizer import Authorizer
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds.settled import Settled
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.strategy import Strategy
 from kubelite.api.machinery.subresources import generic_subresources

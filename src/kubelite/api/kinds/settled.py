@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.machinery.generic import Written
 from kubelite.api.machinery.rest import Context
 from kubelite.api.machinery.writehooks import WriteHooks
+from kubelite.api.machinery.writesteps import Written
 
 Obj = dict[str, Any]
 #: (plural, namespace, name, revision): returns once the follower holds a write of that object

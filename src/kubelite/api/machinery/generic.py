@@ -1,5 +1,6 @@
 """The generic store: every verb of one resource turned into storage calls, with the kind's
-strategy plugged in at fixed points (kube-apiserver's ``registry/generic/registry.Store``).
+strategy plugged in at fixed points (kube-apiserver's ``Store``, k8s.io/apiserver
+``pkg/registry/generic/registry/store.go``).
 
 It never names a kind: what differs between kinds is its
 :class:`~kubelite.api.machinery.strategy.Strategy`. Every write runs inside
@@ -8,7 +9,8 @@ GuaranteedUpdate): read, compute the new object, compare-and-swap on the revisio
 losing the race compute again from the value the store returns. Only explicit resourceVersion or UID
 preconditions surface as 409; internal contention never does.
 
-A write, step by step, in kube-apiserver's order (shared/spec/admission.md §1)::
+A write, step by step, in kube-apiserver's order (k8s.io/apiserver
+``pkg/endpoints/handlers/create.go``, ``update.go`` and ``delete.go`` over ``store.go``)::
 
     create:  object metadata (objectmeta.prepare_new; a generated name) -> strategy.default
              -> managedFields -> mutating admission -> strategy.prepare_for_create
@@ -34,12 +36,15 @@ re-declares a verb.
 
 Dry-run is decided in one place, :class:`kubelite.api.machinery.dryrun.Writes`: the same steps,
 the store left alone.
+
+Beside it: what every storage shares (:mod:`~kubelite.api.machinery.backing`), a write step's
+answers (:mod:`~kubelite.api.machinery.writesteps`), and the reads of a store for storages that
+serve only some verbs (:mod:`~kubelite.api.machinery.reads`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubelite.api import errors
@@ -65,14 +70,14 @@ from kubelite.api.machinery.admission import (
     CREATE,
     DELETE,
     UPDATE,
-    Admission,
     Attributes,
     request_namespace,
 )
+from kubelite.api.machinery.backing import Backing
 from kubelite.api.machinery.dryrun import Writes
 from kubelite.api.machinery.listing import ListOptions, ListScan, parse_rv_query, wait_for_revision
 from kubelite.api.machinery.names import generate_name
-from kubelite.api.machinery.recent import RecentValues
+from kubelite.api.machinery.reads import collect
 from kubelite.api.machinery.rest import (
     Context,
     DeleteOptions,
@@ -83,25 +88,15 @@ from kubelite.api.machinery.rest import (
 )
 from kubelite.api.machinery.strategy import Strategy
 from kubelite.api.machinery.writehooks import Tries, WriteHooks
-from kubelite.storage import Conflict, KeyExists, NotFound, Store
+from kubelite.api.machinery.writesteps import Purge, Step, Written, stamped
+from kubelite.storage import Conflict, KeyExists, NotFound
 
 if TYPE_CHECKING:
-    from kubelite.api.machinery.watchcache import WatchCacheSet, WatchEvent
+    from kubelite.api.machinery.watchcache import WatchEvent
 
 Obj = dict[str, Any]
 
 GENERATE_NAME_ATTEMPTS = 8
-
-
-@dataclass(frozen=True, slots=True)
-class Backing:
-    """What every storage of one server shares: the store, the values this server wrote last
-    (the starting guess of guaranteed_update), the watch caches and the admission chain."""
-
-    store: Store
-    recent: RecentValues
-    caches: WatchCacheSet
-    admission: Admission
 
 
 class _NameTaken(Exception):
@@ -110,27 +105,6 @@ class _NameTaken(Exception):
     def __init__(self, error: APIError) -> None:
         super().__init__(error.message)
         self.error = error
-
-
-@dataclass(frozen=True, slots=True)
-class Purge:
-    """A step's answer that deletes the key; ``answer`` is what the verb returns: stamped with
-    the deletion's revision (a DELETE), or with the revision it replaced (an update that removed
-    the last finalizer answers with the object it was sent, as kube-apiserver does)."""
-
-    answer: Obj
-    at_deletion: bool = True
-
-
-Step = Callable[[Obj | None], Awaitable[Obj | Purge]]
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    obj: Obj
-    written: bool = False
-    created: bool = False
-    purged: bool = False
 
 
 class GenericStore:
@@ -594,46 +568,3 @@ class GenericStore:
         if causes:
             name = str((obj.get("metadata") or {}).get("name", ""))
             raise errors.invalid(self.info.kind, self.info.group, name, list(causes))
-
-
-class ReadsOf:
-    """The reads (get, list, watch) of a generic store, for a storage that serves some of its
-    verbs and not others (a read-only kind; the Namespace without deletecollection)."""
-
-    def __init__(self, store: GenericStore) -> None:
-        self.store = store
-        self.info = store.info
-
-    @property
-    def object_info(self) -> ResourceInfo:
-        return self.info
-
-    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Obj:
-        return await self.store.get(ctx, name, opts)
-
-    def list(self, ctx: Context, opts: ListOptions) -> ListScan:
-        return self.store.list(ctx, opts)
-
-    def watch(self, ctx: Context, opts: WatchOptions) -> AsyncGenerator[WatchEvent, None]:
-        return self.store.watch(ctx, opts)
-
-    def reset_fields(self) -> tuple[str, ...]:
-        return self.store.reset_fields()
-
-
-def stamped(obj: Obj, revision: int) -> Obj:
-    """``obj`` with the resourceVersion of ``revision``; a dry-run create (revision 0) has
-    none, as from kube-apiserver."""
-    return rv.stamp(obj, revision) if revision else obj
-
-
-async def collect(scan: ListScan) -> Obj:
-    """A whole List read through ``scan``."""
-    items = [obj async for page in scan.pages() for obj in page]
-    info = scan.info
-    return {
-        "kind": info.list_kind,
-        "apiVersion": info.group_version,
-        "metadata": scan.metadata,
-        "items": items,
-    }

@@ -2,7 +2,7 @@
 the kind table, and the calls controllers inside kubelite make through those storages.
 
 A :class:`Registry` holds what every storage shares
-(:class:`~kubelite.api.machinery.generic.Backing`: the store, this server's recent writes, the watch
+(:class:`~kubelite.api.machinery.backing.Backing`: the store, this server's recent writes, the watch
 caches, the admission chain) and asks its :class:`Kinds` table for the storages of a resource the
 first time it is served (again when a CRD changes the kind's ResourceInfo). The table lives in
 ``kubelite.api.kinds``; nothing here knows any kind.
@@ -24,9 +24,10 @@ from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.machinery import updates
 from kubelite.api.machinery.admission import Admission
-from kubelite.api.machinery.generic import Backing, collect
+from kubelite.api.machinery.backing import Backing
 from kubelite.api.machinery.listing import ListOptions
 from kubelite.api.machinery.patching import Applied
+from kubelite.api.machinery.reads import collect
 from kubelite.api.machinery.recent import RecentValues
 from kubelite.api.machinery.rest import (
     Context,

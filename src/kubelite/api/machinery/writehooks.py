@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kubelite.api.machinery.rest import Context, ObjectUpdate, WriteOptions
 
 if TYPE_CHECKING:
-    from kubelite.api.machinery.generic import Written
+    from kubelite.api.machinery.writesteps import Written
 
 Obj = dict[str, Any]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.kinds.resource import Wiring
 from kubelite.api.kinds.settled import SettledWrites
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.strategy import Strategy
 

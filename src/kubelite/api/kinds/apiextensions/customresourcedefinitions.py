@@ -13,12 +13,14 @@ from kubelite.api.encoding.stored import now
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.apiextensions import crdvalidation as crds
 from kubelite.api.kinds.resource import Resource, Wiring
-from kubelite.api.machinery.generic import Backing, GenericStore, Written
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.rest import Context
 from kubelite.api.machinery.strategy import Obj, Strategy
 from kubelite.api.machinery.subresources import generic_subresources
 from kubelite.api.machinery.writehooks import WriteHooks
+from kubelite.api.machinery.writesteps import Written
 
 CaughtUp = Callable[[int], Awaitable[None]]
 GROUP, PLURAL = "apiextensions.k8s.io", "customresourcedefinitions"

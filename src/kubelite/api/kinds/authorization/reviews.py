@@ -28,7 +28,7 @@ from kubelite.api.auth.rbaccover import aggregate
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause, go_quote
 from kubelite.api.kinds.resource import Resource, TokenCheck, Wiring
-from kubelite.api.machinery.generic import Backing
+from kubelite.api.machinery.backing import Backing
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.request import RequestInfo
 from kubelite.api.machinery.rest import Context, WriteOptions

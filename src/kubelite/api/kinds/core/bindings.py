@@ -10,11 +10,13 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.encoding.stored import clone
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.machinery.admission import CREATE, Attributes
-from kubelite.api.machinery.generic import Backing, GenericStore, Purge
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.objectmeta import precondition_failure
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.rest import Context, WriteOptions
 from kubelite.api.machinery.strategy import Strategy
+from kubelite.api.machinery.writesteps import Purge
 
 Obj = dict[str, Any]
 

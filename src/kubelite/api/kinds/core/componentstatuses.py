@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.kinds.resource import Resource, Wiring
-from kubelite.api.machinery.generic import Backing, GenericStore, ReadsOf
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
+from kubelite.api.machinery.reads import ReadsOf
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.strategy import Strategy
 

@@ -28,10 +28,12 @@ from kubelite.api.kinds.core.defaults import default_namespace
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy
 from kubelite.api.machinery.admission import CREATE, DELETE, Attributes
+from kubelite.api.machinery.backing import Backing
 from kubelite.api.machinery.deletion import gc_finalizers
-from kubelite.api.machinery.generic import Backing, GenericStore, Purge, ReadsOf
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.names import label_errors
 from kubelite.api.machinery.objectmeta import precondition_failure
+from kubelite.api.machinery.reads import ReadsOf
 from kubelite.api.machinery.registry import Registry, Storages
 from kubelite.api.machinery.rest import (
     Context,
@@ -46,6 +48,7 @@ from kubelite.api.machinery.strategy import (
     keep_stored,
 )
 from kubelite.api.machinery.subresources import StatusREST, UpdateThrough
+from kubelite.api.machinery.writesteps import Purge
 
 Obj = dict[str, Any]
 

@@ -14,7 +14,8 @@ from kubelite.api.kinds.core.validation import podephemeral, pods
 from kubelite.api.kinds.core.validation.podupdate import validate_pod_update
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.strategy import Strategy, keep_stored
 from kubelite.api.machinery.subresources import ReadThrough, generic_subresources

@@ -11,7 +11,8 @@ from kubelite.api.auth.authn import AccountLookup
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.registry import Registry, Storages
 from kubelite.api.machinery.rest import Context, GetOptions, WriteOptions
 from kubelite.api.machinery.strategy import Strategy

@@ -13,13 +13,15 @@ from kubelite.api.kinds.core import serviceallocation as allocation
 from kubelite.api.kinds.core.validation import services
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy
-from kubelite.api.machinery.generic import Backing, GenericStore, Written
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.names import label_errors
 from kubelite.api.machinery.registry import Registry, Storages
 from kubelite.api.machinery.rest import Context, WriteOptions
 from kubelite.api.machinery.strategy import Strategy
 from kubelite.api.machinery.subresources import generic_subresources
 from kubelite.api.machinery.writehooks import WriteHooks
+from kubelite.api.machinery.writesteps import Written
 
 Obj = dict[str, Any]
 

@@ -31,7 +31,8 @@ from kubelite.api.errors import APIError, go_quote, qualified
 from kubelite.api.kinds.resource import Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy, Defaulter, Validator
 from kubelite.api.kinds.settled import Settled, SettledWrites
-from kubelite.api.machinery.generic import Backing, GenericStore
+from kubelite.api.machinery.backing import Backing
+from kubelite.api.machinery.generic import GenericStore
 from kubelite.api.machinery.names import path_segment_errors
 from kubelite.api.machinery.registry import Storages
 from kubelite.api.machinery.request import RequestInfo
