@@ -12,6 +12,7 @@ import pytest
 
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.core import serviceallocation as allocation
+from kubelite.api.kinds.core import servicefields
 from kubelite.api.kinds.core.serviceallocation import IP_KEY, PORT_KEY, ServiceAllocator
 from kubelite.storage import Store
 
@@ -124,12 +125,12 @@ def test_helpers_before_validation() -> None:
     old = svc("h", clusterIP="10.96.0.5", clusterIPs=["10.96.0.5"], type="NodePort")
     old["spec"]["ports"] = [{"name": "a", "port": 80, "protocol": "TCP", "nodePort": 30005}]
     new = svc("h", type="NodePort", ports=[{"name": "a", "port": 80, "protocol": "TCP"}])
-    allocation.patch_allocated_values(new, old)
+    servicefields.patch_allocated_values(new, old)
     assert new["spec"]["clusterIP"] == "10.96.0.5"
     assert new["spec"]["ports"][0]["nodePort"] == 30005
     fresh = svc("f", clusterIP="10.96.0.6")
-    allocation.normalize_cluster_ips(fresh, None)
-    allocation.init_ip_family_fields(fresh, None)
+    servicefields.normalize_cluster_ips(fresh, None)
+    servicefields.init_ip_family_fields(fresh, None)
     assert fresh["spec"]["clusterIPs"] == ["10.96.0.6"]
     assert fresh["spec"]["ipFamilies"] == ["IPv4"]
     assert fresh["spec"]["ipFamilyPolicy"] == "SingleStack"

@@ -14,12 +14,9 @@ from kubelite.api.errors import APIError, status_body
 from kubelite.api.kinds import new_registry
 from kubelite.api.machinery import listing
 from kubelite.api.machinery.registry import Registry
-from kubelite.api.machinery.watchcache import (
-    WatchCache,
-    WatchCacheSet,
-    WatchEvent,
-    validate_watch_options,
-)
+from kubelite.api.machinery.watchcache import WatchCache, WatchCacheSet
+from kubelite.api.machinery.watchevents import WatchEvent
+from kubelite.api.machinery.watchoptions import validate_watch_options
 from kubelite.storage import Store, StoreOptions, open_store
 
 Obj = dict[str, Any]

@@ -42,7 +42,8 @@ from typing import Any
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.machinery.rest import WriteOptions
-from kubelite.api.machinery.watchcache import INITIAL_EVENTS_END, WatchEvent, too_old
+from kubelite.api.machinery.watchevents import WatchEvent
+from kubelite.api.machinery.watchoptions import INITIAL_EVENTS_END, too_old
 from kubelite.server.messages import Request, Send
 
 Handler = Callable[[Request, Send], Awaitable[None]]

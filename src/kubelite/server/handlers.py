@@ -46,7 +46,7 @@ from kubelite.api.machinery.rest import (
     implements,
 )
 from kubelite.api.machinery.selectors import object_matcher
-from kubelite.api.machinery.watchcache import parse_send_initial_events, validate_watch_options
+from kubelite.api.machinery.watchoptions import parse_send_initial_events, validate_watch_options
 from kubelite.server.faults import Faults
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
 from kubelite.server.responses import send_list, send_object, stream_watch

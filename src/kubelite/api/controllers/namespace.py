@@ -37,7 +37,7 @@ from kubelite.api.machinery.rest import (
     DeleteOptions,
     Lister,
 )
-from kubelite.api.machinery.watchcache import WatchEvent
+from kubelite.api.machinery.watchevents import WatchEvent
 
 #: The manager its writes are recorded under (kube runs this controller in kube-controller-manager).
 MANAGER = "kube-controller-manager"

@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.rest import Context, Watcher, WatchOptions
-from kubelite.api.machinery.watchcache import WatchEvent
+from kubelite.api.machinery.watchevents import WatchEvent
 
 log = logging.getLogger(__name__)
 

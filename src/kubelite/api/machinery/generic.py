@@ -92,7 +92,7 @@ from kubelite.api.machinery.writesteps import Purge, Step, Written, stamped
 from kubelite.storage import Conflict, KeyExists, NotFound
 
 if TYPE_CHECKING:
-    from kubelite.api.machinery.watchcache import WatchEvent
+    from kubelite.api.machinery.watchevents import WatchEvent
 
 Obj = dict[str, Any]
 

@@ -17,7 +17,7 @@ from kubelite.api.machinery.rest import Context, GetOptions, WatchOptions
 
 if TYPE_CHECKING:
     from kubelite.api.machinery.generic import GenericStore
-    from kubelite.api.machinery.watchcache import WatchEvent
+    from kubelite.api.machinery.watchevents import WatchEvent
 
 Obj = dict[str, Any]
 

@@ -27,7 +27,7 @@ from kubelite.api.machinery.user import ADMIN, User
 
 if TYPE_CHECKING:
     from kubelite.api.machinery.listing import ListScan
-    from kubelite.api.machinery.watchcache import WatchEvent
+    from kubelite.api.machinery.watchevents import WatchEvent
 
 Obj = dict[str, Any]
 Matcher = Callable[[Obj], bool]

@@ -46,6 +46,9 @@ with an ERROR event, the 500 ``Internal error occurred: <why>`` kube-apiserver's
 sends for an object it cannot decode, and the next reader tries again.
 
 Objects handed out are shared between watchers: treat them as read-only.
+
+The window's events are :mod:`~kubelite.api.machinery.watchevents`'; a watch request's options
+are checked by :mod:`~kubelite.api.machinery.watchoptions`.
 """
 
 from __future__ import annotations
@@ -55,212 +58,31 @@ import bisect
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.encoding import jsoncodec
 from kubelite.api.encoding import resourceversion as rv
-from kubelite.api.encoding.stored import Codec, decode, from_storage, storage_prefix
-from kubelite.api.errors import APIError, Cause
+from kubelite.api.encoding.stored import Codec, decode, storage_prefix
+from kubelite.api.errors import APIError
 from kubelite.api.machinery.listing import wait_for_revision
 from kubelite.api.machinery.selectors import for_kind
-from kubelite.storage import Compacted, EventType, Store, Unavailable, WatchOverflow
+from kubelite.api.machinery.watchevents import ConvertedEntry, Entry, Matcher, WatchEvent
+from kubelite.api.machinery.watchoptions import INITIAL_EVENTS_END, too_old
+from kubelite.storage import Compacted, Store, Unavailable, WatchOverflow
 from kubelite.storage.interface import Event, KeyValue, Watch
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-Matcher = Callable[[Obj], bool]
 
 DEFAULT_CAPACITY = 10_000
 DEFAULT_MAX_CAPACITY = 100_000
 DEFAULT_MIN_AGE_SECONDS = 75.0
 DEFAULT_BOOKMARK_INTERVAL = 60.0
 DEFAULT_MAX_LAG = 10_000
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 YIELD_EVERY = 256  # the feeder lets watchers run after this many events in a row
-
-
-def too_old(requested: int, oldest: int) -> APIError:
-    """The 410 a watch gets for a revision it can no longer be served from; the HTTP layer
-    writes it as ``{"type":"ERROR","object":<Status>}``."""
-    return errors.expired(f"too old resource version: {requested} ({oldest})")
-
-
-def validate_watch_options(
-    send_initial_events: bool | None,
-    resource_version_match: str,
-    *,
-    continue_token: str = "",
-    watch_list_enabled: bool = True,
-) -> None:
-    """kube-apiserver's validateWatchOptions: raises the 422 for an invalid combination of
-    ``sendInitialEvents`` and ``resourceVersionMatch`` on a watch (api-semantics.md §7)."""
-    causes: list[Cause] = []
-
-    def forbid(field: str, detail: str) -> None:
-        causes.append(Cause("FieldValueForbidden", f"Forbidden: {detail}", field))
-
-    match = resource_version_match
-    if send_initial_events is not None:
-        if match != "NotOlderThan":
-            forbid(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            )
-        if not watch_list_enabled:
-            forbid(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is "
-                "enabled",
-            )
-    if match:
-        if send_initial_events is None:
-            forbid(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-            )
-        if match != "NotOlderThan":
-            causes.append(
-                Cause(
-                    "FieldValueNotSupported",
-                    f'Unsupported value: "{match}": supported values: "NotOlderThan"',
-                    "resourceVersionMatch",
-                )
-            )
-        if continue_token:
-            forbid(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden when continue is provided",
-            )
-    if causes:
-        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
-
-
-def parse_send_initial_events(value: str | None) -> bool | None:
-    """The ``sendInitialEvents`` query parameter: absent is None (not False)."""
-    if value is None:
-        return None
-    if value in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if value in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    raise errors.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
-
-
-@dataclass(slots=True)
-class WatchEvent:
-    """One event as watchers see it; shared by every watcher it is sent to, so never change
-    it (nor its object)."""
-
-    type: str  # ADDED, MODIFIED, DELETED
-    object: Obj
-    revision: int
-    _line: bytes | None = field(default=None, compare=False, repr=False)
-
-    def line(self) -> bytes:
-        """The event as a JSON watch stream's line, encoded once for all its watchers."""
-        if self._line is None:
-            self._line = jsoncodec.dumps({"type": self.type, "object": self.object}) + b"\n"
-        return self._line
-
-
-class _Entry:
-    """One store event, translated once. ``event`` is what an unfiltered watcher gets."""
-
-    __slots__ = ("_prev", "_prev_value", "at", "event", "info", "key", "revision")
-    #: whether :meth:`load` must run before the event is read
-    converted = False
-
-    def __init__(self, event: Event, at: float, info: ResourceInfo) -> None:
-        self.info = info
-        self.key = event.kv.key
-        self.revision = event.revision
-        self.at = at
-        self._prev: Obj | None = None
-        if event.type is EventType.DELETE:
-            assert event.prev_kv is not None
-            self._prev_value: bytes | None = None
-            self._prev = rv.stamp(from_storage(event.prev_kv.value, info), self.revision)
-            self.event = WatchEvent("DELETED", self._prev, self.revision)
-        else:
-            self._prev_value = event.prev_kv.value if event.prev_kv is not None else None
-            kind = "ADDED" if event.prev_kv is None else "MODIFIED"
-            self.event = WatchEvent(kind, decode(event.kv, info), self.revision)
-
-    def prev(self) -> Obj:
-        """The object this write replaced, stamped at this event's revision (decoded once, and
-        only when a selector watcher asks)."""
-        if self._prev is None:
-            assert self._prev_value is not None
-            self._prev = rv.stamp(from_storage(self._prev_value, self.info), self.revision)
-        return self._prev
-
-    async def load(self, codec: Codec, with_prev: bool) -> None:
-        """Read the event (and, ``with_prev``, the object it replaced) through ``codec``."""
-
-    def for_watcher(self, matches: Matcher | None) -> WatchEvent | None:
-        """This event as a watcher with selector ``matches`` sees it (None: not at all)."""
-        event = self.event
-        if matches is None:
-            return event
-        if event.type == "DELETED":
-            return event if matches(event.object) else None
-        now_matches = matches(event.object)
-        if event.type == "ADDED":
-            return event if now_matches else None
-        before = matches(self.prev())
-        if before and now_matches:
-            return event
-        if now_matches:
-            return WatchEvent("ADDED", event.object, self.revision)
-        if before:
-            return WatchEvent("DELETED", self.prev(), self.revision)
-        return None
-
-
-class _ConvertedEntry(_Entry):
-    """An event of a kind converted outside the process, read when a watcher first reaches it;
-    a failed conversion is not kept, so the next reader tries again."""
-
-    __slots__ = ("_loaded", "_lock", "_raw")
-    converted = True
-
-    def __init__(self, event: Event, at: float, info: ResourceInfo) -> None:
-        # not _Entry's: that one reads the event at once
-        self.info = info
-        self.key = event.kv.key
-        self.revision = event.revision
-        self.at = at
-        self._raw = event
-        self._prev = None
-        replaced = event.prev_kv if event.type is not EventType.DELETE else None
-        self._prev_value = None if replaced is None else replaced.value
-        self._loaded = False
-        self._lock = asyncio.Lock()
-
-    async def load(self, codec: Codec, with_prev: bool) -> None:
-        async with self._lock:
-            if not self._loaded:
-                event, revision = self._raw, self.revision
-                if event.type is EventType.DELETE:
-                    assert event.prev_kv is not None
-                    self._prev = await codec.read(event.prev_kv.value, revision)
-                    self.event = WatchEvent("DELETED", self._prev, revision)
-                else:
-                    kind = "ADDED" if event.prev_kv is None else "MODIFIED"
-                    obj = await codec.read(event.kv.value, revision)
-                    self.event = WatchEvent(kind, obj, revision)
-                self._loaded = True
-            if with_prev and self._prev is None and self._prev_value is not None:
-                self._prev = await codec.read(self._prev_value, self.revision)
-
-    def prev(self) -> Obj:
-        assert self._prev is not None, "loaded with its prior object"
-        return self._prev
 
 
 class WatchCache:
@@ -293,7 +115,7 @@ class WatchCache:
         self.generation = 0  # bumped when the window restarts after a compaction
         self.closed = False
         self.ended_slow = 0  # watchers ended for falling behind (a metric)
-        self._entries: list[_Entry] = []
+        self._entries: list[Entry] = []
         self._base = 0  # sequence number of _entries[0]
         self._bookmark_epoch = 0
         self._waiters: list[asyncio.Future[None]] = []
@@ -427,12 +249,12 @@ class WatchCache:
             del entries[:cut]
             self._base += cut
 
-    def _entry(self, event: Event, at: float) -> _Entry:
+    def _entry(self, event: Event, at: float) -> Entry:
         if self.codec.converts:
-            return _ConvertedEntry(event, at, self.info)
-        return _Entry(event, at, self.info)
+            return ConvertedEntry(event, at, self.info)
+        return Entry(event, at, self.info)
 
-    async def _load(self, entry: _Entry, matches: Matcher | None) -> None:
+    async def _load(self, entry: Entry, matches: Matcher | None) -> None:
         """A converted entry read through the codec; a failed conversion is the watch's 500."""
         try:
             await entry.load(self.codec, matches is not None)

@@ -10,6 +10,7 @@ from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue, ResourceInfo
 from kubelite.api.encoding.stored import clone
 from kubelite.api.kinds.core import serviceallocation as allocation
+from kubelite.api.kinds.core import servicefields
 from kubelite.api.kinds.core.validation import services
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.kinds.rules import BuiltinStrategy
@@ -46,16 +47,16 @@ class ServiceStrategy(BuiltinStrategy):
     def prepare_for_create(self, info: ResourceInfo, obj: Obj) -> None:
         super().prepare_for_create(info, obj)
         if isinstance(obj.get("spec"), dict):
-            allocation.normalize_cluster_ips(obj, None)
-            allocation.init_ip_family_fields(obj, None)
+            servicefields.normalize_cluster_ips(obj, None)
+            servicefields.init_ip_family_fields(obj, None)
 
     def prepare_for_update(self, info: ResourceInfo, new: Obj, old: Obj) -> None:
         super().prepare_for_update(info, new, old)
         if isinstance(new.get("spec"), dict) and isinstance(old.get("spec"), dict):
-            allocation.patch_allocated_values(new, old)
-            allocation.normalize_cluster_ips(new, old)
-            allocation.drop_type_dependent_fields(new, old)
-            allocation.init_ip_family_fields(new, old)
+            servicefields.patch_allocated_values(new, old)
+            servicefields.normalize_cluster_ips(new, old)
+            servicefields.drop_type_dependent_fields(new, old)
+            servicefields.init_ip_family_fields(new, old)
 
 
 class ServiceAllocation(WriteHooks):

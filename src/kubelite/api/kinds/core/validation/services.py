@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from kubelite.api.errors import Cause
-from kubelite.api.kinds.core.serviceallocation import (
+from kubelite.api.kinds.core.servicefields import (
     CLUSTER_FAMILIES,
     externally_accessible,
     is_headless,
