@@ -91,6 +91,7 @@ class Handlers:
 
     def __init__(self, stopping: asyncio.Event, faults: Faults | None = None) -> None:
         self.stopping = stopping
+        self._stopped: asyncio.Future[Any] | None = None
         self.faults = faults
         conflicts = faults is not None and faults.spec.conflicts > 0
         self.by_verb: dict[str, VerbHandler] = {
@@ -136,8 +137,15 @@ class Handlers:
         faults = None if self.faults is None else self.faults.stream(q, send_initial)
         events = watcher.watch(target.ctx, options)
         await stream_watch(
-            request, send, target.info, events, _watch_timeout(q), self.stopping.wait(), faults
+            request, send, target.info, events, _watch_timeout(q), self._stopping(), faults
         )
+
+    def _stopping(self) -> asyncio.Future[Any]:
+        """Done once the server stops: one waiter shared by every watch stream, not one each."""
+        loop = asyncio.get_running_loop()
+        if self._stopped is None or self._stopped.get_loop() is not loop:
+            self._stopped = loop.create_task(self.stopping.wait())
+        return self._stopped
 
 
 async def get(request: Request, send: Send, target: Target) -> None:

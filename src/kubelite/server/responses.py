@@ -9,7 +9,7 @@ error after the stream began (a 410 for a compacted revision) is an in-stream ER
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
@@ -101,11 +101,12 @@ async def stream_watch(
     info: ResourceInfo,
     events: AsyncGenerator[Any, None],
     seconds: float,
-    stopping: Awaitable[Any],
+    stopping: asyncio.Future[Any],
     faults: StreamFaults | None = None,
 ) -> None:
-    """A watch stream: events until the client goes, the timeout, or the server stops (or an
-    injected fault ends it: :mod:`.faults`)."""
+    """A watch stream: events until the client goes, the timeout, or the server stops
+    (``stopping`` is done; shared by every stream, so not cancelled here) or an injected fault
+    ends it (:mod:`.faults`)."""
     tabled = as_table(request)
     include = request.query.get("includeObject", "Metadata")
     out = ChunkBatcher(send)
@@ -123,6 +124,7 @@ async def stream_watch(
                 request.count_watch_event()
                 if faults is not None and faults.ends_after(event):
                     break
+                del event  # not held while the stream waits (an initial event's own encoding)
         except APIError as exc:  # the stream has begun: errors travel as ERROR events
             error = {"type": "ERROR", "object": errors.status_body(exc)}
             await out.write(orjson.dumps(error) + b"\n")
@@ -143,17 +145,16 @@ async def stream_watch(
     await send({"type": "http.response.body", "body": b"", "more_body": True})
     pumping = asyncio.ensure_future(pump())
     disconnected = asyncio.ensure_future(_wait_disconnect(request))
-    stopped = asyncio.ensure_future(stopping)
     try:
         done, _ = await asyncio.wait(
-            {pumping, disconnected, stopped}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            {pumping, disconnected, stopping}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
         )
         if pumping in done:
             pumping.result()
     finally:
-        for task in (pumping, disconnected, stopped):
+        for task in (pumping, disconnected):
             task.cancel()
-        await asyncio.gather(pumping, disconnected, stopped, return_exceptions=True)
+        await asyncio.gather(pumping, disconnected, return_exceptions=True)
         await out.aclose()
         await events.aclose()
     await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -118,7 +118,7 @@ class WatchCache:
         self._entries: list[Entry] = []
         self._base = 0  # sequence number of _entries[0]
         self._bookmark_epoch = 0
-        self._waiters: list[asyncio.Future[None]] = []
+        self._waiters: dict[asyncio.Future[None], None] = {}  # in arrival order
         self._watchers = 0
         self._watch: Watch | None = None
         self._feeder: asyncio.Task[None] | None = None
@@ -261,24 +261,35 @@ class WatchCache:
         except APIError as exc:
             raise errors.internal_error(exc.message) from None
 
-    async def _initial(self, kvs: Sequence[KeyValue]) -> list[Obj]:
-        if not self.codec.converts:
-            return [decode(kv, self.info) for kv in kvs]
-        try:
-            return await self.codec.decode_all(kvs)
-        except APIError as exc:
-            raise errors.internal_error(exc.message) from None
+    async def _initial(
+        self, kvs: Sequence[KeyValue], matches: Matcher | None
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """The synthetic ADDED of each listed object that ``matches``, decoded one at a time
+        as it is sent (a kind converted by a webhook: all at once, in one review)."""
+        objs: list[Obj] | None = None
+        if self.codec.converts:
+            try:
+                objs = await self.codec.decode_all(kvs)
+            except APIError as exc:
+                raise errors.internal_error(exc.message) from None
+        for i, kv in enumerate(kvs):
+            obj = decode(kv, self.info) if objs is None else objs[i]
+            if matches is None or matches(obj):
+                yield WatchEvent("ADDED", obj, kv.mod_revision)
 
     def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
+        waiters, self._waiters = self._waiters, {}
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
 
     async def _wait(self) -> None:
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        await waiter
+        self._waiters[waiter] = None
+        try:
+            await waiter
+        finally:  # a watcher closed while it waits leaves nothing behind
+            self._waiters.pop(waiter, None)
 
     # -- watch ------------------------------------------------------------------------------
 
@@ -330,10 +341,15 @@ class WatchCache:
                     await wait_for_revision(self.store, requested)
                 listing = await self.store.list(prefix)
                 position = listing.revision
-                objs = await self._initial(listing.items)
-                for kv, obj in zip(listing.items, objs, strict=True):
-                    if matches is None or matches(obj):
-                        yield WatchEvent("ADDED", obj, kv.mod_revision)
+                # Nothing of the list is held once it is sent (not while the watcher then
+                # waits): the generator drops it as it ends, and so do these names.
+                initial_events = self._initial(listing.items, matches)
+                del listing
+                added: WatchEvent | None = None
+                async with contextlib.aclosing(initial_events) as events:
+                    async for added in events:
+                        yield added
+                added = None
                 if allow_bookmarks:
                     yield self.bookmark(position, initial_events_end=True)
             elif requested:
