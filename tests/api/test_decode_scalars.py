@@ -1,5 +1,6 @@
-"""api/encoding/decoding: Go's decoding texts for the scalar types kube reads itself (quantities,
-base64, RFC 3339 times), the nesting depth scan, and a kind's body decoded by its schema."""
+"""api/encoding/scalars, decodeerrors and decoding: Go's decoding texts for the scalar types kube
+reads itself (quantities, base64, RFC 3339 times), the nesting depth scan, and a kind's body
+decoded by its schema."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubelite.api.catalogue import build_builtin_catalogue
-from kubelite.api.encoding import decoding
+from kubelite.api.encoding import decodeerrors, decoding, scalars
 from kubelite.api.machinery import names
 
 FORMAT = (
@@ -27,7 +28,7 @@ SUFFIX = "unable to parse quantity's suffix"
     ],
 )  # fmt: skip
 def test_quantity_errors(text: str, error: str | None) -> None:
-    assert decoding.quantity_error(text) == error
+    assert scalars.quantity_error(text) == error
 
 
 @pytest.mark.parametrize(
@@ -41,7 +42,7 @@ def test_quantity_errors(text: str, error: str | None) -> None:
     ],
 )  # fmt: skip
 def test_base64_errors(text: str, error: str | None) -> None:
-    assert decoding.base64_error(text) == error
+    assert scalars.base64_error(text) == error
 
 
 @pytest.mark.parametrize(
@@ -58,12 +59,12 @@ def test_base64_errors(text: str, error: str | None) -> None:
     ],
 )  # fmt: skip
 def test_time_errors(text: str, error: str | None) -> None:
-    assert decoding.time_error(text) == error
+    assert scalars.time_error(text) == error
 
 
 def test_depth_scan_skips_strings() -> None:
-    assert decoding.json_depth(b'{"a":["[[{",{"b":"\\"]"}]}') == (3, "")
-    assert decoding.json_depth(b"[" * 10001 + b"]" * 10001) == (10001, "[")
+    assert decodeerrors.json_depth(b'{"a":["[[{",{"b":"\\"]"}]}') == (3, "")
+    assert decodeerrors.json_depth(b"[" * 10001 + b"]" * 10001) == (10001, "[")
 
 
 def test_names_match_whole_pattern() -> None:

@@ -23,7 +23,7 @@ EXEMPT = {
     "api/encoding/gotypes.py": "generated: the Go types of the kinds' fields, by struct",
     "api/encoding/conversion.py": "conversions between the versions of Event and "
     "HorizontalPodAutoscaler",
-    "server/protobuf.py": "the protobuf messages of the kinds kubectl sends as protobuf",
+    "server/protobuf": "the protobuf messages of the kinds kubectl sends as protobuf",
     # RBAC's subjects are named by kind: User, Group, ServiceAccount
     "api/auth/rbac.py": "a binding subject's kind (ServiceAccount), not a resource check",
     "server/flowcontrol/matching.py": "a FlowSchema subject's kind (ServiceAccount) and its "

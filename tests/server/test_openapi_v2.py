@@ -19,7 +19,7 @@ from harness import Server
 
 from kubelite.api.catalogue import Catalogue, ResourceInfo, load_builtin_catalogue
 from kubelite.server import openapi
-from kubelite.server.protobuf import read_fields
+from kubelite.server.protobuf.wire import read_fields
 
 PROTOBUF_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 

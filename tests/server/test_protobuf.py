@@ -9,14 +9,10 @@ import logging
 import pytest
 from harness import Server
 
-from kubelite.server.protobuf import (
-    CONFIG_MAP,
-    UnsupportedKind,
-    decode_message,
-    decode_request,
-    read_fields,
-    read_varint,
-)
+from kubelite.server.protobuf import UnsupportedKind, decode_request
+from kubelite.server.protobuf.core import CONFIG_MAP
+from kubelite.server.protobuf.decoder import decode_message
+from kubelite.server.protobuf.wire import read_fields, read_varint
 
 # Captured from `kubectl -v=9` (1.37.1) request-body dumps.
 CONFIGMAP_BODY = bytes.fromhex(  # create configmap x --from-literal=a=1 --from-file=f.txt

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from kubelite.api import errors
-from kubelite.api.encoding import decoding, jsoncodec, yamlbody
+from kubelite.api.encoding import decodeerrors, jsoncodec, yamlbody
 from kubelite.api.errors import APIError
 from kubelite.api.machinery.request import RequestInfo
 from kubelite.api.machinery.user import ADMIN, User
@@ -145,9 +145,9 @@ class Request:
         except orjson.JSONDecodeError as exc:
             if "depth limit" not in str(exc):
                 raise errors.bad_request(f"couldn't decode the request body as JSON: {exc}")
-        depth, bracket = decoding.json_depth(raw)
+        depth, bracket = decodeerrors.json_depth(raw)
         if depth > jsoncodec.MAX_DEPTH:
-            raise decoding.depth_error(kind or "Object", raw, bracket)
+            raise decodeerrors.depth_error(kind or "Object", raw, bracket)
         self.deep = True
         try:
             return jsoncodec.deep(lambda: jsoncodec.strict_loads(raw))
@@ -165,7 +165,7 @@ class Request:
             except yamlbody.YAMLError as exc:
                 raise errors.bad_request(
                     f"the object provided is unrecognized (must be of type {kind or 'Object'}): "
-                    f"{exc} ({decoding.summarize(raw)})"
+                    f"{exc} ({decodeerrors.summarize(raw)})"
                 )
         elif content_type in ("", "application/json", PROTOBUF):
             body = await self.json(kind)

@@ -18,7 +18,7 @@ import orjson
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.encoding import decoding, jsoncodec
+from kubelite.api.encoding import decodeerrors, decoding, jsoncodec
 from kubelite.api.encoding.stored import clone
 from kubelite.api.machinery import validation
 from kubelite.api.machinery.objectmeta import replacement
@@ -114,7 +114,7 @@ def _decoded(info: ResourceInfo, update: ObjectUpdate) -> ObjectUpdate:
             decoding.check(info, patched)
         except decoding.DecodeError as exc:
             shown = jsoncodec.loads(before) if before is not None else patched
-            raise decoding.patch_decode_error(shown, str(exc)) from None
+            raise decodeerrors.patch_decode_error(shown, str(exc)) from None
         return patched
 
     return checked
