@@ -1,6 +1,6 @@
 """What the Service storage allocates: cluster IPs from the service CIDR and node ports from the
 node port range (k/k ``pkg/registry/core/service/storage/alloc.go``, ``ipallocator``,
-``portallocator``; texts in shared/spec/garbage-collection.md §8).
+``portallocator``, whose error texts these are).
 
 Each range is one bitmap kept in the store as kube keeps it, a ``RangeAllocation`` object at
 ``/registry/ranges/serviceips`` and ``/registry/ranges/servicenodeports`` (``data``: the
