@@ -1,7 +1,7 @@
-"""Access reviews answered by the authorizer (shared/spec/rbac.md §10): the attributes and user a
-review asks about, its status keys, the rules review's conversion of the rules found, and the
-answers without an authorizer. The reviews' storage is called as the handler calls it, with a
-small authorizer over fixed rule lists."""
+"""Access reviews answered by the authorizer (kubernetes ``pkg/registry/authorization``): the
+attributes and user a review asks about, its status keys, the rules review's conversion of the rules
+found, and the answers without an authorizer. The reviews' storage is called as the handler calls
+it, with a small authorizer over fixed rule lists."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The MutatingAdmissionPolicy plugin through the admission chain of a registry
-(shared/spec/admission.md §4): ApplyConfiguration merged by server-side apply's rules and
-JSONPatch (cases from kube's patch/smd_test.go and json_patch_test.go), the refusal's Status,
+"""The MutatingAdmissionPolicy plugin through the admission chain of a registry (k8s.io/apiserver
+``pkg/admission/plugin/policy/mutating``): ApplyConfiguration merged by server-side apply's rules
+and JSONPatch (cases from kube's patch/smd_test.go and json_patch_test.go), the refusal's Status,
 failurePolicy, match conditions, params, and reinvocation."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which writes a ValidatingAdmissionPolicy and its bindings concern (namespace and object
 selectors, excluded rules, resource names, equivalent resources, the exempt kinds) and the
 params a binding collects (by name, by selector, not found), with kube's configuration error
-texts (shared/spec/admission.md §2)."""
+texts (k8s.io/apiserver ``pkg/admission/plugin/policy/matching``, ``generic``)."""
 
 from __future__ import annotations
 

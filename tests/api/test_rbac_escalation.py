@@ -1,7 +1,7 @@
-"""Escalation prevention (shared/spec/rbac.md §8): rule coverage and its failure text as pure
-functions (:mod:`kubelite.api.auth.rbaccover`), and the RBAC kinds' storages refusing a role or
-binding that grants what the writer does not hold, over a real SQLite store, with a small
-authorizer over fixed rule lists."""
+"""Escalation prevention (kubernetes ``pkg/registry/rbac/escalation_check.go``): rule coverage and
+its failure text as pure functions (:mod:`kubelite.api.auth.rbaccover`), and the RBAC kinds'
+storages refusing a role or binding that grants what the writer does not hold, over a real SQLite
+store, with a small authorizer over fixed rule lists."""
 
 from __future__ import annotations
 

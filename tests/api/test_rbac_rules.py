@@ -1,5 +1,5 @@
-"""RBAC's rule matching, subjects and 403 texts (shared/spec/rbac.md §3-§5), on request
-attributes as the request-info filter makes them."""
+"""RBAC's rule matching, subjects and 403 texts (kubernetes ``plugin/pkg/auth/authorizer/rbac``),
+on request attributes as the request-info filter makes them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Objects walked by their shape (api/fieldmanager/typed, api/fieldmanager/shapes): field sets of
 apply configurations, comparisons, merges and removals, with cases ported from
 structured-merge-diff's typed tests (typed/toset_test.go, symdiff_test.go, merge_test.go,
-remove_test.go; fieldpath/set_test.go TestEnsureNamedFieldsAreMembers) and the spec's examples
-(shared/spec/server-side-apply.md), plus Hypothesis properties."""
+remove_test.go; fieldpath/set_test.go TestEnsureNamedFieldsAreMembers) and worked examples
+of kube's apply, plus Hypothesis properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The ValidatingAdmissionPolicy plugin's evaluation (shared/spec/admission.md §2, §3): the
+"""The ValidatingAdmissionPolicy plugin's evaluation (k8s.io/apiserver
+``pkg/admission/plugin/policy/validating``): the
 denial's Status, messages and their fallbacks, reasons and codes, the validation actions,
 failurePolicy against compile and runtime errors, matchConditions, variables, audit
 annotations and the CEL variables a policy sees."""

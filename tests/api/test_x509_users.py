@@ -1,4 +1,5 @@
-"""kube's x509 authenticator (``CommonNameUserConversion``, shared/spec/rbac.md §11) on the
+"""kube's x509 authenticator (``CommonNameUserConversion``, k8s.io/apiserver
+``pkg/authentication/request/x509``) on the
 certificates ``kubelite kubeconfig`` issues and on hand-made ones."""
 
 from __future__ import annotations

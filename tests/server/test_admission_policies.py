@@ -1,9 +1,9 @@
 """ValidatingAdmissionPolicy on a real ``kubelite serve``, through HTTP and kubectl
-(shared/spec/admission.md §2): kube's denial Status and what kubectl prints of it, the
-validation actions (a Warning header, the audit annotation), params, selectors, match
-conditions, variables, messageExpression and reasons, failurePolicy against a runtime error,
-and policy changes that count from the client's next request, on this server and (over etcd)
-on another."""
+(k8s.io/apiserver ``pkg/admission/plugin/policy/validating``): kube's denial Status and what kubectl
+prints of it, the validation actions (a Warning header, the audit annotation), params, selectors,
+match conditions, variables, messageExpression and reasons, failurePolicy against a runtime error,
+and policy changes that count from the client's next request, on this server and (over etcd) on
+another."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 (tests/server/webhookserver.py): what kubelite sends (AdmissionReview v1), how it takes the
 answers (allowed, denied, patched, warnings, audit annotations), call failures under both
 failure policies, timeouts, selectors, match conditions, dry run, url and service client
-configurations, and kubectl showing a denial (shared/spec/admission.md §5)."""
+configurations, and kubectl showing a denial (k8s.io/apiserver
+``pkg/admission/plugin/webhook``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Server-side apply and managedFields over raw HTTP: the worked examples of
-shared/spec/server-side-apply.md §11, the request surface (§3), Update tracking (§4) and the
-status/spec split (§8)."""
+"""Server-side apply and managedFields over raw HTTP (k8s.io/apimachinery
+``pkg/util/managedfields``, sigs.k8s.io/structured-merge-diff ``merge/update.go``): worked
+examples, the request surface, Update tracking and the status/spec split."""
 
 from __future__ import annotations
 

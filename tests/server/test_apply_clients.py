@@ -1,4 +1,4 @@
-"""Server-side apply through real clients (shared/spec/server-side-apply.md §9, §10, §11):
+"""Server-side apply through real clients (apimachinery ``pkg/util/managedfields``):
 kubectl's ``apply --server-side`` (conflicts, ``--force-conflicts``, ``diff``, dry-run, the status
 subresource), kubectl's client-side to server-side apply upgrade, lightkube's ``Client.apply``,
 the official client's dynamic ``server_side_apply`` and generated ``patch_*`` methods, a CRD's

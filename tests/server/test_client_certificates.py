@@ -1,6 +1,6 @@
 """x509 client certificates on a real ``kubelite serve``: the users ``kubelite kubeconfig``
 writes, who they are (``kubectl auth whoami``, SelfSubjectReview), RBAC deciding for them, and
-the certificates the server refuses (shared/spec/rbac.md §11)."""
+the certificates the server refuses (k8s.io/apiserver ``pkg/authentication/request/x509``)."""
 
 from __future__ import annotations
 

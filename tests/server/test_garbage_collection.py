@@ -1,6 +1,6 @@
-"""The garbage collector over HTTP (shared/spec/garbage-collection.md §4, §5): each propagation
-policy, chains of owners, owners of another kind (a custom resource owning ConfigMaps), dangling
-and invalid owners, blockOwnerDeletion, a CRD removed while its objects own others, and
+"""The garbage collector over HTTP (kubernetes ``pkg/controller/garbagecollector``): each
+propagation policy, chains of owners, owners of another kind (a custom resource owning ConfigMaps),
+dangling and invalid owners, blockOwnerDeletion, a CRD removed while its objects own others, and
 ``kubectl delete --cascade``. Every wait is a hang guard, never a timing assertion."""
 
 from __future__ import annotations

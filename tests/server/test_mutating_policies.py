@@ -1,5 +1,6 @@
 """MutatingAdmissionPolicy (admissionregistration.k8s.io/v1) on a real ``kubelite serve``,
-through HTTP and kubectl (shared/spec/admission.md §4): both patch types on the object a client
+through HTTP and kubectl (k8s.io/apiserver
+``pkg/admission/plugin/policy/mutating``): both patch types on the object a client
 writes, their order before validation (a ValidatingAdmissionPolicy sees the mutated object),
 the refusal kubectl prints, and a policy change counting from the next request."""
 

@@ -1,7 +1,8 @@
 """RBAC over HTTP on a real ``kubelite serve``: the 403 texts for every shape of request,
 Roles and bindings taking effect (and ceasing to), resourceNames, subresources, non-resource
 URLs, anonymous requests, user kubeconfigs from ``kubelite kubeconfig``, and a watch that
-outlives the binding that allowed it (shared/spec/rbac.md §1-§5, §11)."""
+outlives the binding that allowed it (kubernetes
+``plugin/pkg/auth/authorizer/rbac``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """RBAC with real kubectl: ``create role/rolebinding/clusterrolebinding``, ``auth can-i`` (and
 ``--list``), ``--as``/``--as-group`` impersonation with its checks and texts, and a kubeconfig
-from ``kubelite kubeconfig`` (shared/spec/rbac.md §9-§10)."""
+from ``kubelite kubeconfig`` (k8s.io/apiserver
+``pkg/endpoints/filters/impersonation.go``, kubernetes ``pkg/registry/authorization``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Services over HTTP: defaults, validation, cluster IP and node port allocation (kube's texts,
-shared/spec/garbage-collection.md §8), release on delete and on type change, the
-``default/kubernetes`` Service, and concurrent creates (one server's threads; two servers over
-one etcd with ``--storage-backend etcd``)."""
+kubernetes ``pkg/registry/core/service/ipallocator`` and ``portallocator``), release on delete and
+on type change, the ``default/kubernetes`` Service, and concurrent creates (one server's threads;
+two servers over one etcd with ``--storage-backend etcd``)."""
 
 from __future__ import annotations
 

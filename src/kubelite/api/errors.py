@@ -1,8 +1,8 @@
 """The API layer's one error tree, and the one mapping from errors to ``Status`` bodies.
 
 Every failure the API reports is an :class:`APIError` carrying exactly what kube-apiserver would
-put in its ``Status``: code, reason, message and details. Texts follow
-shared/spec/api-semantics.md §0, because kubectl and the client libraries print them and branch on
+put in its ``Status``: code, reason, message and details. Texts follow k8s.io/apimachinery
+``pkg/api/errors/errors.go``, because kubectl and the client libraries print them and branch on
 them. :func:`status_body` is the only place a Status body is built; the client turns Status bodies
 back into these classes in one place too.
 """

@@ -1,6 +1,6 @@
-"""How requests travel: urllib3 for the sync client, aiohttp for the async one (chosen by
-measurement, see ../shared/spec/http-stack-notes.md), and an ASGI transport that hands requests
-straight to an application object in the same process, for fast tests.
+"""How requests travel: urllib3 for the sync client, aiohttp for the async one (each chosen
+by measurement against other HTTP clients), and an ASGI transport that hands requests straight to
+an application object in the same process, for fast tests.
 
 A transport sends one :class:`~kubelite.client.core.ApiRequest` and returns the status and body,
 or opens a stream (a watch) and yields its bytes as they arrive; a non-200 stream raises the

@@ -1,7 +1,7 @@
 """Impersonation: ``Impersonate-User``, ``Impersonate-Group``, ``Impersonate-Uid`` and
 ``Impersonate-Extra-<key>`` headers (``kubectl --as``, ``--as-group``, ``--as-uid``) switch the
 request's user, after the authorizer allows the ``impersonate`` verb on each thing asked for
-(kube-apiserver's ``WithImpersonation``, shared/spec/rbac.md §9).
+(k8s.io/apiserver ``pkg/endpoints/filters/impersonation.go``, ``WithImpersonation``).
 
 Each header is one request to act as something: a user (``users``), a service account when the
 user name is ``system:serviceaccount:<ns>:<name>`` (``serviceaccounts`` in ``<ns>``), a group

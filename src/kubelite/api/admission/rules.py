@@ -1,6 +1,6 @@
 """Which admission webhooks and policies a write concerns: the rules both kinds of configuration
 share (apiserver ``pkg/admission/plugin/webhook/predicates/rules``, ``.../namespace``,
-``.../object``; shared/spec/admission.md §1, §2, §5).
+``.../object``).
 
 - :func:`rule_matches`: one ``RuleWithOperations`` (webhooks' ``rules[]``, policies'
   ``resourceRules[]``): operations, API groups and versions, resources (``*`` is every resource

@@ -1,7 +1,7 @@
 """Whether one set of RBAC rules covers another, and the text kube-apiserver writes when it does
-not: the escalation check a write of a Role, ClusterRole or binding must pass (shared/spec/rbac.md
-§8), as pure functions over PolicyRule objects (``verbs``, ``apiGroups``, ``resources``,
-``resourceNames``, ``nonResourceURLs``).
+not: the escalation check a write of a Role, ClusterRole or binding must pass (kubernetes
+``pkg/registry/rbac/escalation_check.go``), as pure functions over PolicyRule objects
+(``verbs``, ``apiGroups``, ``resources``, ``resourceNames``, ``nonResourceURLs``).
 
 A requested rule is broken into atoms of one verb and one group, resource and resource name (or
 one non-resource URL); each atom must be covered by one rule the user holds. The atoms left

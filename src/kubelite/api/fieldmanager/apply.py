@@ -1,5 +1,6 @@
 """Server-side apply (``PATCH`` with ``application/apply-patch+yaml``): structured-merge-diff's
-``Updater.Apply`` as apimachinery's field manager runs it (shared/spec/server-side-apply.md §5).
+``Updater.Apply`` (sigs.k8s.io/structured-merge-diff ``merge/update.go``) as apimachinery's field
+manager runs it (k8s.io/apimachinery ``pkg/util/managedfields/internal/structuredmerge.go``).
 
 :func:`apply` takes the stored object (None when there is none yet) and the applied
 configuration: the configuration is merged into the live object by the kind's shape; the

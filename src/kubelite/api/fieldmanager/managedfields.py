@@ -1,6 +1,6 @@
 """``metadata.managedFields``: who owns which field (apimachinery's ``managedfields/internal``
-over structured-merge-diff's ``merge.Updater``; shared/spec/server-side-apply.md is the
-specification). This module holds the entries and what every write does to them:
+over sigs.k8s.io/structured-merge-diff's ``merge.Updater``, ``merge/update.go``). This module
+holds the entries and what every write does to them:
 
 - :func:`track_update` (create, update, non-apply patch, their subresources): the writer owns
   what its write added or changed and takes it from every other manager; what it removed leaves

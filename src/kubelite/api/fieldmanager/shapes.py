@@ -7,7 +7,7 @@ or atomic), or *untyped* (deduced from the value: maps granular, lists atomic). 
 lazily from the raw schema on first use and cached, so recursive schemas (JSONSchemaProps) cost
 nothing until walked.
 
-Rules (shared/spec/server-side-apply.md §7): ``x-kubernetes-list-type`` wins (``atomic``,
+Rules (kube-openapi ``pkg/schemaconv/smd.go``): ``x-kubernetes-list-type`` wins (``atomic``,
 ``set``, ``map`` with ``x-kubernetes-list-map-keys``); else ``x-kubernetes-patch-strategy``
 ``merge`` makes a map keyed by ``x-kubernetes-patch-merge-key`` (a set without one); every other
 list is atomic. ``x-kubernetes-map-type: atomic`` makes a map atomic. An object with neither

@@ -4,7 +4,8 @@ may change it (mutating) or refuse it (validating), as kube-apiserver's admissio
 The generic store calls :meth:`Admission.admit` after defaults and before the kind's
 ``prepare_for_create``/``prepare_for_update`` and validation, and :meth:`Admission.validate`
 after validation, just before the write, for create, update (PUT, PATCH and subresources) and
-delete (kube-apiserver's order, shared/spec/admission.md §1). Both run inside the
+delete (kube-apiserver's order: k8s.io/apiserver ``pkg/endpoints/handlers/create.go``,
+``update.go``, ``delete.go`` and ``pkg/registry/generic/registry/store.go``). Both run inside the
 optimistic loop, so they may run more than once for one request, and for dry-run requests too
 (``Attributes.dry_run`` says so). A plugin refuses by raising an
 :class:`~kubelite.api.errors.APIError`.

@@ -1,6 +1,6 @@
 """Admission policies: ValidatingAdmissionPolicy and MutatingAdmissionPolicy
 (``admissionregistration.k8s.io/v1``) as kube-apiserver's admission plugins run them
-(shared/spec/admission.md §2-§4).
+(k8s.io/apiserver ``pkg/admission/plugin/policy/validating`` and ``.../mutating``).
 
 - :mod:`.source`: the policies and bindings held in memory, compiled, kept current by watches
   (:class:`PolicyFollower`, whose ``settled`` lets a policy write wait for it);

@@ -1,6 +1,5 @@
 """Which writes a policy or binding concerns: a ``matchConstraints`` or ``matchResources``
-against one write (apiserver ``pkg/admission/plugin/policy/matching``; shared/spec/admission.md
-§2).
+against one write (k8s.io/apiserver ``pkg/admission/plugin/policy/matching``).
 
 In kube's order: the namespace selector, the object selector, ``excludeResourceRules``, then
 ``resourceRules`` (none: every resource), each rule with its ``resourceNames``; with

@@ -1,7 +1,7 @@
 """The MutatingAdmissionPolicy admission plugin (apiserver
-``pkg/admission/plugin/policy/mutating/dispatcher.go`` with ``generic/policy_dispatcher.go``;
-shared/spec/admission.md §4): creates and updates (any subresource) but those of the admission
-configuration kinds, against every mutating policy that has bindings.
+``pkg/admission/plugin/policy/mutating/dispatcher.go`` with ``generic/policy_dispatcher.go``):
+creates and updates (any subresource) but those of the admission configuration kinds, against every
+mutating policy that has bindings.
 
 For each policy whose ``matchConstraints`` match, each binding whose ``matchResources`` match
 and each of its params: the ``matchConditions``, then each mutation in order

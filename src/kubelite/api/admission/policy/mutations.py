@@ -1,6 +1,5 @@
 """A MutatingAdmissionPolicy's mutations compiled and applied (apiserver
-``pkg/admission/plugin/policy/mutating/compilation.go`` and ``patch/{json_patch,smd}.go``;
-shared/spec/admission.md §4):
+``pkg/admission/plugin/policy/mutating/compilation.go`` and ``patch/{json_patch,smd}.go``):
 
 - ``JSONPatch``: the expression returns a list of ``JSONPatch{op, path, from, value}``, applied
   to the object as RFC 6902; a failing ``test`` leaves the object as it was; any other failure

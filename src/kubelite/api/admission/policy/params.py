@@ -1,7 +1,7 @@
 """A binding's parameters (apiserver ``pkg/admission/plugin/policy/generic/policy_dispatcher.go``
-``CollectParams``; shared/spec/admission.md §2 step 1): the objects of the policy's
-``paramKind`` its ``paramRef`` names, read live from the registry (a get by name, a list by
-selector), so a parameter's change counts from the next write.
+``CollectParams``): the objects of the policy's ``paramKind`` its ``paramRef`` names, read live
+from the registry (a get by name, a list by selector), so a parameter's change counts from the
+next write.
 
 - No ``paramKind`` or no ``paramRef``: one evaluation with ``params`` null.
 - ``name``: that object in ``paramRef.namespace`` or, for a namespaced kind without one, the

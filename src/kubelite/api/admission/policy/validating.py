@@ -1,5 +1,5 @@
 """The ValidatingAdmissionPolicy admission plugin (apiserver
-``pkg/admission/plugin/policy/validating/dispatcher.go``; shared/spec/admission.md §2):
+``pkg/admission/plugin/policy/validating/dispatcher.go``):
 every write (create, update, delete, any subresource) but those of the admission configuration
 kinds, against every policy that has bindings.
 

@@ -1,6 +1,6 @@
 """One ValidatingAdmissionPolicy compiled, and evaluated for one (binding, param) of one write
 (apiserver ``pkg/admission/plugin/policy/validating/validator.go``, ``plugin.go``
-compilePolicy; shared/spec/admission.md §2 steps 2, 3 and 5):
+compilePolicy):
 
 - ``matchConditions``: any false skips the policy; otherwise errors decide by failurePolicy.
 - each of ``validations``: true admits; an error denies or admits by failurePolicy with the

@@ -1,7 +1,7 @@
 """Admission webhooks (``admissionregistration.k8s.io/v1`` ValidatingWebhookConfiguration and
 MutatingWebhookConfiguration): the configurations in force, which webhooks a write concerns,
 the AdmissionReview exchanged with them, and the two admission plugins that call them
-(shared/spec/admission.md §1, §5).
+(k8s.io/apiserver ``pkg/admission/plugin/webhook/{generic,mutating,validating}``).
 
 - :mod:`.source`: :class:`WebhookSource` follows the stored configurations (list and watch)
   and holds their webhooks as :class:`Hook` values, in calling order;

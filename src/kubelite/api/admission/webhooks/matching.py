@@ -1,6 +1,5 @@
 """Whether a webhook is called for a write, and with what (kube's ``webhook/generic/webhook.go``
-``ShouldCallHook`` and the versioned attributes of ``admission/attributes.go``;
-shared/spec/admission.md §1, §5).
+``ShouldCallHook`` and the versioned attributes of ``admission/attributes.go``).
 
 :meth:`Matcher.invocation` decides per webhook, in kube's order of outcomes: ``rules`` at the
 request's resource; with ``matchPolicy: Equivalent`` (the default) also at each resource

@@ -1,5 +1,5 @@
 """AdmissionReview, the body of a webhook call and of its answer (kube's
-``webhook/request/admissionreview.go``, ``admission/v1/types.go``; shared/spec/admission.md §5).
+``webhook/request/admissionreview.go``, k8s.io/api ``admission/v1/types.go``).
 
 :func:`admission_request` is the ``request`` kube sends (also the ``request`` variable of
 ``matchConditions``); :func:`review_body` wraps it for the version the webhook accepts.
