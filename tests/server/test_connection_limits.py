@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import json
 import os
-import resource
 import ssl
 import subprocess
 import sys
@@ -319,24 +318,32 @@ async def test_a_request_head_within_the_limits_is_served(
 
 
 def start_scarce_server(data_dir: Path) -> Server:
-    """``kubelite serve`` whose open-file limit, soft and hard, is OPEN_FILES."""
+    """``kubelite serve`` whose open-file limit, soft and hard, is OPEN_FILES.
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
-
-    data_dir.mkdir(parents=True)
-    log = (data_dir.parent / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kubelite", "serve", "--port", "0", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        preexec_fn=limit,
+    The limit is set by a small Python that then execs the server, not by ``preexec_fn``: Python
+    code run between fork and exec in a test process whose gRPC threads (the etcd pass) hold
+    locks may never reach the exec."""
+    limited = (
+        "import os, resource, sys;"
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({OPEN_FILES}, {OPEN_FILES}));"
+        "os.execv(sys.executable, [sys.executable, '-m', 'kubelite', *sys.argv[1:]])"
     )
-    log.close()
+    data_dir.mkdir(parents=True)
+    log_path = data_dir.parent / "server.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", limited, "serve", "--port", "0", "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
     assert process.stdout is not None
     line = process.stdout.readline()
-    assert line.startswith("kubelite serving on "), (data_dir.parent / "server.log").read_text()
+    if not line.startswith("kubelite serving on "):
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        raise AssertionError(f"kubelite serve did not start: {log_path.read_text()}")
     token = (data_dir / "token").read_text().strip()
     return Server(line.split()[-1], token, data_dir / "kubeconfig", data_dir, process)
 
