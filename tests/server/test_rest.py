@@ -145,7 +145,11 @@ def test_bad_input_gets_a_status_and_changes_nothing(server: Server) -> None:
     assert (code, body["reason"]) == (422, "Invalid")
     assert str(body["message"]).startswith('ConfigMap "Bad_Name" is invalid: metadata.name: ')
     code, body = server.request("POST", CM, raw=b'{"data": {"a": "' + b"x" * (4 << 20) + b'"}}')
-    assert code == 413
+    assert (code, body["reason"], body["message"]) == (
+        413,
+        "RequestEntityTooLarge",
+        "Request entity too large: limit is 3145728",  # handlers/rest.go limitedReadBody
+    )
     code, body = server.request("POST", "/api/v1/namespaces/nope/configmaps", configmap("a"))
     assert (code, body["message"]) == (404, 'namespaces "nope" not found')
     code, listing = server.request("GET", CM)

@@ -177,13 +177,9 @@ def unauthorized() -> APIError:
     return APIError(401, "Unauthorized", "Unauthorized")
 
 
-def too_large(message: str = "the request is too large") -> APIError:
-    return APIError(413, "RequestEntityTooLarge", message)
-
-
 def entity_too_large(message: str) -> APIError:
     """apimachinery's NewRequestEntityTooLargeError: 413 ``Request entity too large: <text>``."""
-    return too_large(f"Request entity too large: {message}")
+    return APIError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
 
 
 def internal(message: str) -> APIError:

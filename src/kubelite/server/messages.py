@@ -109,7 +109,7 @@ class Request:
             size += len(chunk)
             if size > MAX_BODY:
                 await self._discard(message)
-                raise errors.too_large()
+                raise errors.entity_too_large(f"limit is {MAX_BODY}")
             chunks.append(chunk)
             if not message.get("more_body"):
                 self.raw = b"".join(chunks)
