@@ -70,6 +70,9 @@ def test_every_contract_is_kept_by_the_code_as_it_is(tmp_path: Path) -> None:
         # the server's request path importing a kind (only assembly and serve may)
         ({"server/handlers.py": "import kubelite.api.kinds.core"}, {NO_KIND}),
         ({"server/flowcontrol/matching.py": "import kubelite.api.controllers.crd"}, {NO_KIND}),
+        ({"server/handlers.py": "import kubelite.api.simulation.config"}, {NO_KIND}),
+        # the simulated cluster sits above kube-controller-manager's controllers
+        ({"api/controllers/namespace.py": "import kubelite.api.simulation.config"}, {API}),
         # the generic store reaching up into admission's plugins, or a codec into the store
         ({"api/machinery/generic.py": "import kubelite.api.admission.rules"}, {API}),
         ({"api/encoding/jsoncodec.py": "import kubelite.api.machinery.generic"}, {API}),

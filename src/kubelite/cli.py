@@ -167,6 +167,27 @@ def main(argv: list[str] | None = None) -> int:
         "of watch events after which the stream ends (cleanly or with 410), of requests "
         "delayed; never changes stored state",
     )
+    s.add_argument(
+        "--nodes",
+        type=_node_count,
+        default=1,
+        help="simulated Nodes registered at start (0: none, as envtest; a Node created with "
+        "annotation kubelite.dev/simulated=true is simulated too)",
+    )
+    s.add_argument(
+        "--node-capacity",
+        default="",
+        metavar="RESOURCES",
+        help="each simulated node's capacity over the defaults cpu=8,memory=16Gi,"
+        "ephemeral-storage=100Gi,pods=110, e.g. cpu=4,memory=8Gi",
+    )
+    s.add_argument(
+        "--simulate-backoff-scale",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="multiply simulated CrashLoopBackOff and Job back-off waits (e.g. 0.01 in tests)",
+    )
     # kube's ReadHeaderTimeout (32 s) has no flag; this hidden one lets tests see it act
     s.add_argument("--read-header-timeout", type=_duration, default=None, help=argparse.SUPPRESS)
     k = sub.add_parser(
@@ -235,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from kubelite.api.controllers.leaderelection import ElectionConfig
         from kubelite.api.kinds.core.serviceallocation import ServiceRanges
+        from kubelite.api.simulation.config import Simulation
         from kubelite.server import logs
         from kubelite.server.listening import HEADER_READ_SECONDS
         from kubelite.server.overload import Limits
@@ -279,6 +301,15 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(f"kubelite: leader election: {exc}", file=sys.stderr)
             return 2
+        try:
+            capacity = Simulation.parse_capacity(args.node_capacity)
+        except ValueError as exc:
+            print(f"kubelite: --node-capacity: {exc}", file=sys.stderr)
+            return 2
+        if args.simulate_backoff_scale <= 0:
+            print("kubelite: --simulate-backoff-scale must be above 0, e.g. 0.01", file=sys.stderr)
+            return 2
+        simulation = Simulation(args.nodes, capacity, args.simulate_backoff_scale)
         options = ServeOptions(
             data_dir=args.data_dir,
             bind_address=args.bind_address,
@@ -299,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             history_retention=args.history_retention,
             faults=faults,
             header_read_seconds=args.read_header_timeout or HEADER_READ_SECONDS,
+            simulation=simulation,
         )
         try:
             uvloop.run(serve(options))
@@ -421,6 +453,12 @@ def _version() -> str:
 
 
 _DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _node_count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid node count {text!r} (0 or more, e.g. 3)")
+    return int(text)
 
 
 def _duration(text: str) -> float:

@@ -184,3 +184,22 @@ def test_in_flight_limits_that_cannot_work_are_one_line(tmp_path: Path) -> None:
         assert result.returncode == 2, result.stderr
         assert result.stderr.strip() == line
         assert not (tmp_path / "d").exists()
+
+
+def test_simulation_flags_that_cannot_work_are_one_line(tmp_path: Path) -> None:
+    cases = [
+        (["--node-capacity", "cpu=lots"], "kubelite: --node-capacity: cpu=lots: 'lots' is not a "
+         "quantity"),
+        (["--node-capacity", "cpu"], "kubelite: --node-capacity: 'cpu' is not NAME=QUANTITY "
+         "(e.g. cpu=8,memory=32Gi,pods=110)"),
+        (["--simulate-backoff-scale", "0"],
+         "kubelite: --simulate-backoff-scale must be above 0, e.g. 0.01"),
+    ]  # fmt: skip
+    for args, line in cases:
+        result = kubelite("serve", *args, "--data-dir", str(tmp_path / "d"))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == line
+        assert not (tmp_path / "d").exists()
+    result = kubelite("serve", "--nodes", "-1", "--data-dir", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert "invalid node count '-1' (0 or more, e.g. 3)" in result.stderr

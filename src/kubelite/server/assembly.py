@@ -61,6 +61,8 @@ from kubelite.api.kinds.scheduling.priorityclasses import (
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.watchcache import WatchCacheSet
 from kubelite.api.machinery.webhookclient import WebhookClient
+from kubelite.api.simulation.cluster import simulated_cluster
+from kubelite.api.simulation.config import Simulation
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec
@@ -143,6 +145,7 @@ async def assemble(
     leader_election: ElectionConfig | None = None,
     history_retained: tuple[str, ...] = (),
     faults: FaultSpec | None = None,
+    simulation: Simulation | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -157,7 +160,9 @@ async def assemble(
     this process writes, a Lease left by a previous process is taken at once).
     ``history_retained``: the key prefixes the store keeps past versions of (its
     ``history_retention``), whose resources serve the ``history`` subresource. ``faults``: what
-    to inject into the API's answers (:mod:`kubelite.server.faults`; None: nothing)."""
+    to inject into the API's answers (:mod:`kubelite.server.faults`; None: nothing).
+    ``simulation``: the simulated cluster (nodes, scheduler, kubelets) run with the controllers
+    (None: none, as envtest)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -239,7 +244,13 @@ async def assemble(
             kinds.rbac_settled = rbac.settled
     # the controllers write through the whole admission chain, so they start once it is built
     controllers = controller_manager(
-        registry, catalogue, backing, ca_pem, leader_election, namespace_controller_options
+        registry,
+        catalogue,
+        backing,
+        ca_pem,
+        leader_election,
+        namespace_controller_options,
+        simulation,
     )
     await controllers.start()
     if api_metrics is not None:
@@ -299,6 +310,7 @@ def controller_manager(
     ca_pem: str | None,
     election: ElectionConfig | None,
     namespace_controller_options: dict[str, Any] | None,
+    simulation: Simulation | None = None,
 ) -> ControllerManager:
     """kube-controller-manager's controllers, under kube's controller names, elected through
     the Lease ``kube-system/kube-controller-manager``."""
@@ -323,6 +335,9 @@ def controller_manager(
         )
     else:
         log.info("no CA given: the root CA publisher (ConfigMap kube-root-ca.crt) does not run")
+    if simulation is not None:
+        for name, controller in simulated_cluster(registry, catalogue, simulation).items():
+            manager.add(name, controller)
     return manager
 
 

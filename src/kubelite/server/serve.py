@@ -29,6 +29,7 @@ from kubelite.api.catalogue import load_builtin_catalogue
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.kinds.core.serviceallocation import ServiceRanges
 from kubelite.api.machinery.retention import resolve_retention
+from kubelite.api.simulation.config import Simulation
 from kubelite.server.assembly import assemble
 from kubelite.server.audit import AuditLog
 from kubelite.server.auditpolicy import PolicyError, load_policy
@@ -88,6 +89,8 @@ class ServeOptions:
     #: kube's ReadHeaderTimeout on every listener (:mod:`kubelite.server.listening`); kube has
     #: no flag for it, and kubelite's is hidden: tests shorten it to see it act
     header_read_seconds: float = HEADER_READ_SECONDS
+    #: the simulated cluster: nodes registered at start, their capacity, back-off scale
+    simulation: Simulation = field(default_factory=Simulation)
 
 
 def load_or_create_token(data_dir: Path) -> str:
@@ -289,6 +292,7 @@ async def _serve(
             catalogue=catalogue,
             history_retained=tuple(kept),
             faults=options.faults,
+            simulation=options.simulation,
         )
         log.info("%s", server.controllers.describe())
         if options.faults is not None:
