@@ -92,7 +92,7 @@ def test_a_slice_follows_its_pods(server: Server) -> None:
         }
     ]
     assert meta["annotations"]["endpoints.kubernetes.io/last-change-trigger-time"].endswith("Z")
-    assert meta["managedFields"][0]["manager"] == "endpointslice-controller"
+    assert meta["managedFields"][0]["manager"] == "kube-controller-manager"
     assert the_slice["addressType"] == "IPv4"
     assert the_slice["ports"] == [{"name": "http", "protocol": "TCP", "port": 8080}]
     assert found["web-1"] == {

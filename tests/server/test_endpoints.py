@@ -76,7 +76,7 @@ def test_endpoints_follow_the_pods(server: Server) -> None:
     }
     assert "ownerReferences" not in meta
     assert meta["annotations"]["endpoints.kubernetes.io/last-change-trigger-time"].endswith("Z")
-    assert meta["managedFields"][0]["manager"] == "endpoint-controller"
+    assert meta["managedFields"][0]["manager"] == "kube-controller-manager"
     assert found["subsets"][0]["addresses"] == [
         {
             "ip": "10.1.0.12",

@@ -116,6 +116,9 @@ class KubernetesEndpoints:
             await self.reconcile()
         except asyncio.CancelledError:
             raise
+        except errors.APIError as exc:
+            if exc.code != 409:  # a conflict: another server wrote it; the next round sees it
+                log.warning("Unable to reconcile the kubernetes service's endpoints: %s", exc)
         except Exception as exc:
             log.warning("Unable to reconcile the kubernetes service's endpoints: %s", exc)
 

@@ -16,9 +16,11 @@ For each Service with a selector that is not ExternalName, an Endpoints of the s
 - over 1000 addresses: truncated (ready ones first, proportionally per subset), with annotation
   ``endpoints.kubernetes.io/over-capacity: truncated``, removed when back under.
 
-The Endpoints of a Service that is gone is deleted. Writes: create, or a conflict-checked update
-of the object the informer holds, through the registry as ``endpoint-controller``; unchanged
-subsets, labels and capacity annotation write nothing. Subsets and their ports are sorted by
+The Endpoints of a Service that is gone is deleted, and so (once, when the controller starts,
+``checkLeftoverEndpoints``) is every Endpoints without a Service but leader-election records.
+Writes: create, or a conflict-checked update of the object the informer holds, through the
+registry as ``kube-controller-manager`` (its user agent's prefix); unchanged subsets, labels
+and capacity annotation write nothing. Subsets and their ports are sorted by
 content, where kube sorts them by a hash of it (the order differs; the content does not).
 """
 
@@ -47,12 +49,16 @@ from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
 from kubelite.api.machinery.registry import Registry
 
-MANAGER = "endpoint-controller"
+#: managedFields name the client's user agent up to its first "/": every controller of
+#: kube-controller-manager writes as ``kube-controller-manager``
+MANAGER = "kube-controller-manager"
 MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
 CONTROLLER_NAME = "endpoint-controller"
 OVER_CAPACITY_ANNOTATION = "endpoints.kubernetes.io/over-capacity"
 TRUNCATED = "truncated"
 MAX_CAPACITY = 1000
+#: resourcelock.LeaderElectionRecordAnnotationKey
+LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 
 
 def _address(pod: Obj, service: Obj) -> Obj | None:
@@ -160,6 +166,14 @@ class EndpointsController(ServicePodController):
     def __init__(self, registry: Registry, catalogue: Catalogue, *, workers: int = 2) -> None:
         super().__init__(registry, catalogue, catalogue.require("", "v1", "endpoints"))
         self.workers = workers
+
+    def after_listing(self) -> None:
+        """``checkLeftoverEndpoints``: every Endpoints held is synced once (one without a
+        Service is deleted), except leader-election records."""
+        for namespace, held in self.listers.outputs.items():
+            for name, obj in held.items():
+                if LEADER_ANNOTATION not in (obj["metadata"].get("annotations") or {}):
+                    self.queue.add(f"{namespace}/{name}")
 
     def output_changed(self, obj: Obj, *, gone: bool = False) -> None:
         if gone:  # onEndpointsDelete

@@ -22,8 +22,9 @@ endpointslice-controller.k8s.io`` in step with the pods the selector matches in 
   ``endpoints.kubernetes.io/last-change-trigger-time`` annotation.
 
 Writes are plain create, conflict-checked update (the informer's resourceVersion) and delete
-through the registry as ``endpointslice-controller``; a 409 is retried after the back-off
-(kube's 1 s doubling to 1000 s). Topology hints and trafficDistribution are not computed.
+through the registry as ``kube-controller-manager`` (its user agent's prefix); a 409 is retried
+after the back-off (kube's 1 s doubling to 1000 s). Topology hints and trafficDistribution are
+not computed.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
 from kubelite.api.machinery.registry import Registry
 
-MANAGER = "endpointslice-controller"
+#: managedFields name the client's user agent up to its first "/": every controller of
+#: kube-controller-manager writes as ``kube-controller-manager``
+MANAGER = "kube-controller-manager"
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
@@ -145,6 +148,9 @@ class EndpointSliceController(ServicePodController):
             follow_nodes=True,
         )
         self.max_endpoints = max_endpoints_per_slice
+
+    def after_listing(self) -> None:
+        """Nothing more: every Service is queued once listed."""
 
     def output_changed(self, obj: Obj, *, gone: bool = False) -> None:
         labels = obj["metadata"].get("labels") or {}

@@ -313,6 +313,10 @@ class ServicePodController(ABC):
         """Bring the service ``key``'s output to what the controller wants; raise to retry."""
 
     @abstractmethod
+    def after_listing(self) -> None:
+        """Called once the informer has listed everything, before the workers start."""
+
+    @abstractmethod
     def output_changed(self, obj: Obj, *, gone: bool = False) -> None:
         """One of the output kind's objects changed (or ``gone``)."""
 
@@ -381,6 +385,7 @@ class ServicePodController(ABC):
         while not self.queue.shutting_down:
             try:
                 await self.listers.start()
+                self.after_listing()
                 self._listed.set()
                 break
             except Exception:
