@@ -38,7 +38,7 @@ def test_repack_groups_by_ports_and_sorts() -> None:
         (["10.0.0.2"], []),
         (["10.0.0.3"], ["10.0.0.1"]),
     ]
-    assert subsets[1]["ports"] == [port(443, "https"), port(80, "http")]
+    assert subsets[1]["ports"] == [port(80, "http"), port(443, "https")]
     assert "notReadyAddresses" not in subsets[0]
 
 
