@@ -2,8 +2,9 @@
 service's Endpoints follow its pods (ready ones in ``addresses``, unready ones in
 ``notReadyAddresses``, terminating ones left out unless publishNotReadyAddresses, subsets
 grouped by resolved ports, addresses sorted), a service without pods has no subsets, a
-selectorless service gets none, a deleted service's Endpoints go; the ``default/kubernetes``
-Endpoints the API server writes; and the deprecation warning every Endpoints request gets.
+selectorless service gets none, a deleted service's Endpoints go, and so do Endpoints left
+without a Service once the controller starts; the ``default/kubernetes`` Endpoints the API
+server writes; and the deprecation warning every Endpoints request gets.
 
 The Endpoints controller does not look at Nodes, so these run on the shared server (the pods'
 node does not exist; nothing here runs long enough for the pod garbage collector's 40 s
@@ -15,9 +16,10 @@ import json
 import ssl
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
-from harness import Server
+from harness import Server, start_in_process, stop_server
 from kubeletplay import (
     eventually,
     make_pod,
@@ -26,6 +28,8 @@ from kubeletplay import (
     run_pod,
     set_status,
 )
+
+from kubelite.api.simulation.config import Simulation
 
 WARNING = '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
 
@@ -193,3 +197,32 @@ def test_the_kubernetes_service_endpoints(server: Server) -> None:
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
         }
     ]
+
+
+def test_leftover_endpoints_go_when_the_controller_starts(
+    tmp_path: Path, storage_url: str | None
+) -> None:
+    """``checkLeftoverEndpoints``: Endpoints without a Service, found when the controller
+    starts, are deleted; a leader-election record is not."""
+    first = start_in_process(tmp_path / "data", storage_url, simulation=Simulation(nodes=0))
+    base = "/api/v1/namespaces/default/endpoints"
+    try:
+        stray = {"metadata": {"name": "stray"}, "subsets": [{"addresses": [{"ip": "10.9.0.1"}]}]}
+        record = {
+            "metadata": {
+                "name": "lock",
+                "annotations": {"control-plane.alpha.kubernetes.io/leader": "{}"},
+            }
+        }
+        for body in (stray, record):
+            code, answer = first.request("POST", base, body)
+            assert code == 201, answer
+    finally:
+        stop_server(first)
+    second = start_in_process(tmp_path / "data", storage_url, simulation=Simulation(nodes=0))
+    try:
+        eventually(lambda: second.request("GET", f"{base}/stray")[0] == 404, "stray deleted")
+        assert second.request("GET", f"{base}/lock")[0] == 200
+        assert second.request("GET", f"{base}/kubernetes")[0] == 200
+    finally:
+        stop_server(second)
