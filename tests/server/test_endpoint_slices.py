@@ -1,7 +1,8 @@
 """The EndpointSlice controller over HTTP, with the test playing the kubelet (kubeletplay): a
 selector service's slices follow its pods (ready, unready, terminating, gone), named target
 ports, headless services, publishNotReadyAddresses, selectorless services (left alone), more
-than 100 pods (two slices), pods on a node that does not exist (left out), and the
+than 100 pods (two slices), pods on a node that does not exist (left out, with a Warning event
+on the Service), and the
 ``default/kubernetes`` EndpointSlice the API server writes itself.
 
 The slice controller leaves out pods whose node it does not hold, so these tests create a Node:
@@ -212,6 +213,25 @@ def test_selectorless_and_missing_node(server: Server) -> None:
     run_pod(server, "orph-2", {"app": "orph"}, "10.244.3.3")
     # a pod on a node the controller does not know is left out
     wait_endpoints(server, "orphans", {"orph-2": READY})
+    # ... and the Service gets a Warning event saying why (retried: counted, not repeated)
+
+    def warned() -> dict[str, Any] | None:
+        code, listing = server.request(
+            "GET", "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3Dorphans"
+        )
+        assert code == 200, listing
+        items: list[dict[str, Any]] = listing["items"]  # type: ignore[assignment]
+        return next((e for e in items if e["reason"] == "FailedToUpdateEndpointSlices"), None)
+
+    event = eventually(warned, "the FailedToUpdateEndpointSlices event")
+    ns = server.namespace
+    assert (event["type"], event["source"], event["message"]) == (
+        "Warning",
+        {"component": "endpoint-slice-controller"},
+        f"Error updating Endpoint Slices for Service {ns}/orphans: skipping Pod orph-1 for "
+        f"Service {ns}/orphans: Node node-gone Not Found",
+    )
+    assert event["involvedObject"]["kind"] == "Service"
     # a selector service without pods keeps one empty slice
     (empty,) = eventually(lambda: slices_of(server, "empty"), "the empty service's slice")
     assert empty["ports"] is None or empty["ports"] == []

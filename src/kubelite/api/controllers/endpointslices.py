@@ -33,6 +33,7 @@ import json
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue
+from kubelite.api.controllers.events import WARNING, EventRecorder
 from kubelite.api.controllers.serviceaccounts import namespace_terminating
 from kubelite.api.controllers.servicepods import (
     HEADLESS_LABEL,
@@ -66,8 +67,16 @@ MAX_ENDPOINTS_PER_SLICE = 100
 SLICE_CHANGE_DELAY = 1.0
 
 
-class NodeMissing(Exception):
-    """A pod's node is not held: the slices are written without it, and the service retried."""
+class SyncFailed(Exception):
+    """What went wrong syncing a service (utilerrors' aggregate of kube's texts): a pod's node
+    not held (the slices are written without it), or a write refused."""
+
+
+def aggregate(errs: list[str]) -> str:
+    """``utilerrors.NewAggregate(...).Error()``: one text as is, several (each once) in
+    brackets."""
+    unique = list(dict.fromkeys(errs))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def _ports_key(ports: list[Obj]) -> str:
@@ -148,6 +157,7 @@ class EndpointSliceController(ServicePodController):
             follow_nodes=True,
         )
         self.max_endpoints = max_endpoints_per_slice
+        self.events = EventRecorder(registry, catalogue, "endpoint-slice-controller")
 
     def after_listing(self) -> None:
         """Nothing more: every Service is queued once listed."""
@@ -180,22 +190,26 @@ class EndpointSliceController(ServicePodController):
         slices = self._slices_of(namespace, name)
         trigger = self.triggers.compute(key, service, pods)
         supported = address_types(service)
-        missing: list[str] = []
+        errs: list[str] = []
         for address_type in supported:
             existing = [s for s in slices if s.get("addressType") == address_type]
-            await self._reconcile(service, pods, existing, address_type, trigger, missing)
+            await self._reconcile(service, pods, existing, address_type, trigger, errs)
         for old in slices:
             if old.get("addressType") not in supported:
-                await self._delete(old)
-        if missing:
-            raise NodeMissing(
-                f"skipping Pod {missing[0]} for Service {namespace}/{name}: Node "
-                f"{self._node_of(missing[0], namespace)} Not Found"
-            )
-
-    def _node_of(self, pod_name: str, namespace: str) -> str:
-        pod = self.listers.pods.get(namespace, {}).get(pod_name) or {}
-        return str((pod.get("spec") or {}).get("nodeName") or "")
+                try:
+                    await self._delete(old)
+                except APIError as exc:
+                    errs.append(
+                        f"error deleting {old['metadata']['name']} EndpointSlice for Service "
+                        f"{key}: {exc.message}"
+                    )
+        if errs:
+            text = aggregate(errs)
+            await self.events.record(
+                service, WARNING, "FailedToUpdateEndpointSlices",
+                f"Error updating Endpoint Slices for Service {key}: {text}",
+            )  # fmt: skip
+            raise SyncFailed(text)
 
     def _endpoint(self, pod: Obj, service: Obj, address_type: str, node: Obj | None) -> Obj:
         """``podToEndpoint``."""
@@ -278,7 +292,7 @@ class EndpointSliceController(ServicePodController):
         existing: list[Obj],
         address_type: str,
         trigger: str | None,
-        missing: list[str],
+        errs: list[str],
     ) -> None:
         """``reconcileByAddressType``, ``reconcileByPortMapping`` and ``finalize``."""
         uid = service["metadata"].get("uid")
@@ -306,7 +320,11 @@ class EndpointSliceController(ServicePodController):
             node_name = (pod.get("spec") or {}).get("nodeName") or ""
             node = self.listers.nodes.get(node_name)
             if node is None and not publish:
-                missing.append(pod["metadata"]["name"])
+                errs.append(
+                    f"skipping Pod {pod['metadata']['name']} for Service "
+                    f"{pod['metadata'].get('namespace', '')}/{service['metadata']['name']}: "
+                    f"Node {node_name} Not Found"
+                )
                 continue
             endpoint = self._endpoint(pod, service, address_type, node)
             if endpoint["addresses"]:
@@ -329,7 +347,10 @@ class EndpointSliceController(ServicePodController):
                 to_delete = []
             else:
                 to_create.append(placeholder)
-        await self._finalize(service, to_create, to_update, to_delete, trigger)
+        try:
+            await self._finalize(service, to_create, to_update, to_delete, trigger)
+        except SyncFailed as exc:
+            errs.append(str(exc))
 
     @staticmethod
     def _is_placeholder(old: Obj, placeholder: Obj) -> bool:
@@ -443,6 +464,7 @@ class EndpointSliceController(ServicePodController):
             else:
                 i += 1
         namespace = service["metadata"].get("namespace", "")
+        of = f"Service {namespace}/{service['metadata']['name']}"
         if not service["metadata"].get("deletionTimestamp"):
             for body in to_create:
                 _annotate(body, trigger)
@@ -453,17 +475,24 @@ class EndpointSliceController(ServicePodController):
                 except APIError as exc:
                     if namespace_terminating(exc):
                         return
-                    raise
+                    raise SyncFailed(f"failed to create EndpointSlice for {of}: {exc.message}")
                 await self.written(made, namespace, made["metadata"]["name"])
         for body in to_update:
             _annotate(body, trigger)
             name = body["metadata"]["name"]
-            made, _ = await self.registry.update(
-                self.output, namespace, name, body, field_manager=MANAGER
-            )
+            try:
+                made, _ = await self.registry.update(
+                    self.output, namespace, name, body, field_manager=MANAGER
+                )
+            except APIError as exc:
+                raise SyncFailed(f"failed to update {name} EndpointSlice for {of}: {exc.message}")
             await self.written(made, namespace, name)
         for old in to_delete:
-            await self._delete(old)
+            try:
+                await self._delete(old)
+            except APIError as exc:
+                name = old["metadata"]["name"]
+                raise SyncFailed(f"failed to delete {name} EndpointSlice for {of}: {exc.message}")
 
     async def _delete(self, old: Obj) -> None:
         meta = old["metadata"]
