@@ -2,8 +2,7 @@
 selector service's slices follow its pods (ready, unready, terminating, gone), named target
 ports, headless services, publishNotReadyAddresses, selectorless services (left alone), more
 than 100 pods (two slices), pods on a node that does not exist (left out, with a Warning event
-on the Service), and the
-``default/kubernetes`` EndpointSlice the API server writes itself.
+on the Service), and the ``default/kubernetes`` EndpointSlice the API server writes itself.
 
 The slice controller leaves out pods whose node it does not hold, so these tests create a Node:
 each has a server of its own (Nodes are cluster-scoped)."""

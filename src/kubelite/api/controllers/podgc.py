@@ -147,14 +147,14 @@ class PodGC:
             except Exception:
                 log.warning("%s: listing failed; trying again", self.name, exc_info=True)
                 await asyncio.sleep(1.0)
-        while True:
-            await asyncio.sleep(self.gc_period)
+        while True:  # wait.UntilWithContext: a round at once, then one a period after each
             try:
                 await self.gc()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.warning("%s: a round failed", self.name, exc_info=True)
+            await asyncio.sleep(self.gc_period)
 
     async def gc(self) -> None:
         """One round (``gc``): terminated, terminating on out-of-service nodes, orphaned, and
