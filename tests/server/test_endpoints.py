@@ -180,6 +180,8 @@ def test_the_deprecation_warning(server: Server) -> None:
         code, warnings, _ = _raw(server, path)
         assert code == (404 if path.endswith("missing") else 200)
         assert warnings == [WARNING], path
+    code, warnings, _ = _raw(server, "/api/v1/componentstatuses")
+    assert (code, warnings) == (200, ['299 - "v1 ComponentStatus is deprecated in v1.19+"'])
     code, warnings, _ = _raw(server, "/api/v1/namespaces/{ns}/configmaps")
     assert (code, warnings) == (200, [])
     code, warnings, _ = _raw(server, "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices")
