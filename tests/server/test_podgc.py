@@ -2,7 +2,8 @@
 and the Nodes) whose collector runs every 0.2 s with a 0.5 s quarantine (the hidden ServeOptions
 ``pod_gc``): orphaned pods (their node deleted) are marked Failed with kube's DisruptionTarget
 condition and deleted; terminated pods beyond the threshold go, oldest first; a terminating pod
-never scheduled is marked Failed and deleted. Pods kept by a finalizer show what the collector
+never scheduled, or on a node tainted out-of-service and not Ready, is marked Failed and
+deleted. Pods kept by a finalizer show what the collector
 wrote before deleting them."""
 
 from __future__ import annotations
@@ -101,3 +102,37 @@ def test_unscheduled_terminating_pods(server: Server) -> None:
     assert not [c for c in conditions if c["type"] == "DisruptionTarget"]
     remove_finalizers(server, "pending")
     eventually(lambda: gone(server, "pending"), "the pod is gone once released")
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=0), pod_gc=FAST)
+def test_terminating_pods_on_out_of_service_nodes(server: Server) -> None:
+    make_node(server, "node-a")
+    make_pod(server, "stuck", {"app": "x"}, finalizers=HOLD)
+    set_status(server, "stuck", "10.5.0.2")
+    make_pod(server, "alive", {"app": "x"}, finalizers=HOLD)
+    set_status(server, "alive", "10.5.0.3")
+    code, _ = server.request("DELETE", "/api/v1/namespaces/{ns}/pods/stuck")
+    assert code == 200
+    taint = {
+        "key": "node.kubernetes.io/out-of-service",
+        "value": "nodeshutdown",
+        "effect": "NoExecute",
+    }
+    code, answer = server.request(
+        "PATCH", "/api/v1/nodes/node-a", {"spec": {"taints": [taint]}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    assert code == 200, answer
+
+    def failed() -> dict[str, Any] | None:
+        found = pod(server, "stuck")
+        return found if found and found["status"]["phase"] == "Failed" else None
+
+    found = eventually(failed, "the terminating pod is marked Failed")
+    assert not [c for c in found["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    # a pod of the same node that is not terminating is left alone
+    alive = pod(server, "alive")
+    assert alive is not None
+    assert alive["status"]["phase"] == "Running"
+    for name in ("stuck", "alive"):
+        remove_finalizers(server, name)
