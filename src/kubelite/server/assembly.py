@@ -27,11 +27,15 @@ from kubelite.api.auth.authn import ServiceAccountTokens, TokenAuthenticator
 from kubelite.api.auth.authorizer import AlwaysAllow, Authorizer, PrivilegedGroups
 from kubelite.api.auth.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
+from kubelite.api.controllers.apiserverendpoints import KubernetesEndpoints
 from kubelite.api.controllers.crd import CRDController
+from kubelite.api.controllers.endpoints import EndpointsController
+from kubelite.api.controllers.endpointslices import EndpointSliceController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.controllers.namespace import NamespaceController
+from kubelite.api.controllers.podgc import PodGC
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
 from kubelite.api.controllers.rootcacert import RootCAPublisher
@@ -111,9 +115,13 @@ class Assembly:
     faults: Faults | None = None
     #: API Priority and Fairness's configuration, followed from the store
     flow_control: ConfigFollower | None = None
+    #: kube-apiserver's endpoint reconciler for ``default/kubernetes`` (None: no address)
+    endpoint_reconciler: KubernetesEndpoints | None = None
 
     async def close(self) -> None:
         self.app.shutting_down.set()
+        if self.endpoint_reconciler is not None:
+            await self.endpoint_reconciler.close()
         if self.flow_control is not None:
             await self.flow_control.close()
         if self.policies is not None:
@@ -146,6 +154,8 @@ async def assemble(
     history_retained: tuple[str, ...] = (),
     faults: FaultSpec | None = None,
     simulation: Simulation | None = None,
+    apiserver_endpoint: tuple[str, int] | None = None,
+    pod_gc_options: dict[str, Any] | None = None,
 ) -> Assembly:
     """A complete server on ``store``, its controllers started and the system namespaces
     created. ``token`` is the administrator's bearer token (None: no authentication, every
@@ -162,7 +172,11 @@ async def assemble(
     ``history_retention``), whose resources serve the ``history`` subresource. ``faults``: what
     to inject into the API's answers (:mod:`kubelite.server.faults`; None: nothing).
     ``simulation``: the simulated cluster (nodes, scheduler, kubelets) run with the controllers
-    (None: none, as envtest)."""
+    (None: none, as envtest). ``apiserver_endpoint``: this server's advertised IP address and
+    secure port, which the Endpoints and EndpointSlice ``default/kubernetes`` name (None, or a
+    host that is not an IP address: they are not written). ``pod_gc_options``: the pod garbage
+    collector's ``terminated_pod_threshold``, ``gc_period`` and ``quarantine`` (tests shorten
+    them)."""
     catalogue = catalogue if catalogue is not None else load_builtin_catalogue()
     backing = store
     api_metrics = None
@@ -251,8 +265,20 @@ async def assemble(
         leader_election,
         namespace_controller_options,
         simulation,
+        pod_gc_options,
     )
     await controllers.start()
+    reconciler = None
+    if apiserver_endpoint is not None:
+        try:
+            reconciler = KubernetesEndpoints(registry, catalogue, *apiserver_endpoint)
+        except ValueError:
+            log.info(
+                "%s is not an IP address: no endpoints for the kubernetes service",
+                apiserver_endpoint[0],
+            )
+    if reconciler is not None:
+        await reconciler.start()
     if api_metrics is not None:
         api_metrics.add_controllers(
             controllers.queue_depths, lambda: controllers.leading, "kube-controller-manager"
@@ -300,6 +326,7 @@ async def assemble(
         webhook_source,
         injected,
         flow_control,
+        reconciler,
     )
 
 
@@ -311,6 +338,7 @@ def controller_manager(
     election: ElectionConfig | None,
     namespace_controller_options: dict[str, Any] | None,
     simulation: Simulation | None = None,
+    pod_gc_options: dict[str, Any] | None = None,
 ) -> ControllerManager:
     """kube-controller-manager's controllers, under kube's controller names, elected through
     the Lease ``kube-system/kube-controller-manager``."""
@@ -328,6 +356,12 @@ def controller_manager(
     )
     manager.add("garbage-collector-controller", GarbageCollector(registry, catalogue))
     manager.add("serviceaccount-controller", ServiceAccountController(registry, catalogue))
+    manager.add("endpoints-controller", EndpointsController(registry, catalogue))
+    manager.add("endpointslice-controller", EndpointSliceController(registry, catalogue))
+    manager.add(
+        "pod-garbage-collector-controller",
+        PodGC(registry, catalogue, **(pod_gc_options or {})),
+    )
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",

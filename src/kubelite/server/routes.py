@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable
 
 from kubelite.api import errors
 from kubelite.api.catalogue import Catalogue
+from kubelite.api.catalogue.extra import DEPRECATED_VERSIONS
 from kubelite.api.encoding import resourceversion as rv
 from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.validation import warning_headers
 from kubelite.server import discovery, openapi
 from kubelite.server.handlers import Handlers, Target
 from kubelite.server.healthz import Health
@@ -45,7 +47,14 @@ class Routes:
 
     async def __call__(self, request: Request, send: Send) -> None:
         if request.info.is_resource_request:
-            await self.handlers.serve(request, send, self.target(request))
+            target = self.target(request)
+            deprecated = DEPRECATED_VERSIONS.get(
+                (target.info.group, target.info.version, target.info.plural)
+            )
+            if deprecated is not None:
+                # apiserver's installer: every request to a deprecated version, errors too
+                request.extra_headers = (*request.extra_headers, *warning_headers([deprecated]))
+            await self.handlers.serve(request, send, target)
             return
         path = request.path.rstrip("/") or "/"
         if self.health.handles(path):

@@ -466,3 +466,14 @@ FIELD_LABEL_ERRORS: dict[Key, str] = {
 #: Kinds no object may name as its owner (apimachinery's BannedOwners in ownerReferences
 #: validation), by (group, version, kind).
 BANNED_OWNERS: frozenset[tuple[str, str, str]] = frozenset({("", "v1", "Event")})
+
+
+#: The built-in versions kube marks deprecated (their types' ``APILifecycleDeprecated`` and
+#: ``APILifecycleReplacement``), by (group, version, plural): the warning every request to them
+#: is answered with, as apiserver's ``deprecation.WarningMessage`` words it.
+DEPRECATED_VERSIONS: dict[tuple[str, str, str], str] = {
+    ("", "v1", "endpoints"): (
+        "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+    ),
+    ("", "v1", "componentstatuses"): "v1 ComponentStatus is deprecated in v1.19+",
+}
