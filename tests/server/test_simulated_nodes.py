@@ -367,11 +367,61 @@ def test_a_deleted_node_is_no_longer_simulated_and_its_lease_goes(server: Server
     assert get(server, f"{LEASES}/kubelite-worker") is not None
 
 
-def test_kubelite_serve_nodes_registers_that_many(tmp_path: Path, storage_url: str | None) -> None:
+def test_kubelite_serve_nodes_registers_that_many_once(
+    tmp_path: Path, storage_url: str | None
+) -> None:
+    """Restarted on the same store, the server finds its Nodes registered (409) and keeps
+    them: the same uids, podCIDRs and addresses, Ready again."""
     srv = start_server(tmp_path / "data", storage_url, "--nodes", "2")
     try:
-        wait_until("two reported", lambda: all(reported(srv, n) for n in NAMES[:2]))
+        first = [wait_until("reported", lambda n=n: reported(srv, n)) for n in NAMES[:2]]
         names = json.loads(srv.kubectl("get", "nodes", "-o", "json").stdout)["items"]
         assert [n["metadata"]["name"] for n in names] == NAMES[:2]
+        metrics = srv.kubectl("get", "--raw", "/metrics").stdout.splitlines()
+        for name in ("node-agent", "node-ipam-controller", "node-lifecycle-controller"):
+            assert any(line.startswith(f'workqueue_depth{{name="{name}"}} ') for line in metrics)
     finally:
         stop_server(srv)
+    again = start_server(tmp_path / "data", storage_url, "--nodes", "2")
+    try:
+        _, listing = again.request("GET", NODES)
+        assert [n["metadata"]["name"] for n in listing["items"]] == NAMES[:2]  # type: ignore[index]
+        for before in first:
+            name = before["metadata"]["name"]
+            after = wait_until("reported", lambda n=name: reported(again, n))
+            assert after["metadata"]["uid"] == before["metadata"]["uid"]
+            assert after["spec"] == before["spec"]
+            assert after["status"]["addresses"] == before["status"]["addresses"]
+            assert condition(after, "Ready")["status"] == "True"
+    finally:
+        stop_server(again)
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=0))
+def test_pod_cidrs_go_in_order_and_a_freed_one_is_not_given_next(server: Server) -> None:
+    def cidr(name: str) -> str:
+        node = wait_until(
+            f"{name}'s podCIDR",
+            lambda: (n := get(server, f"{NODES}/{name}")) and n["spec"].get("podCIDR") and n,
+        )
+        assert node["spec"]["podCIDRs"] == [node["spec"]["podCIDR"]]
+        return str(node["spec"]["podCIDR"])
+
+    for name in ("a", "b"):
+        code, body = server.request("POST", NODES, {"metadata": {"name": name}})
+        assert code == 201, body
+        cidr(name)
+    assert (cidr("a"), cidr("b")) == ("10.244.0.0/24", "10.244.1.0/24")
+    code, body = server.request("DELETE", f"{NODES}/a")
+    assert code == 200, body
+    code, body = server.request("POST", NODES, {"metadata": {"name": "c"}, "spec": {}})
+    assert code == 201, body
+    assert cidr("c") == "10.244.2.0/24"
+    code, body = server.request(
+        "POST", NODES, {"metadata": {"name": "own"}, "spec": {"podCIDR": "10.244.3.0/24"}}
+    )
+    assert code == 201, body
+    code, body = server.request("POST", NODES, {"metadata": {"name": "d"}})
+    assert code == 201, body
+    assert cidr("d") == "10.244.4.0/24"
+    assert cidr("own") == "10.244.3.0/24"
