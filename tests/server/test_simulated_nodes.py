@@ -63,9 +63,13 @@ def get(server: Server, path: str) -> dict[str, Any] | None:
 def reported(server: Server, name: str) -> dict[str, Any] | None:
     """The node once its kubelet reported status and it has a podCIDR."""
     node = get(server, f"{NODES}/{name}")
-    if node and node.get("status", {}).get("conditions") and node["spec"].get("podCIDR"):
+    if node and node.get("status", {}).get("conditions") and pod_cidr(node):
         return node
     return None
+
+
+def pod_cidr(node: dict[str, Any] | None) -> str | None:
+    return ((node or {}).get("spec") or {}).get("podCIDR")
 
 
 def events(server: Server, name: str) -> list[dict[str, Any]]:
@@ -225,7 +229,7 @@ def test_a_node_created_with_the_annotation_is_simulated_and_others_are_not(
     assert wait_until("made's lease", lambda: get(server, f"{LEASES}/made"))
     plain = wait_until(
         "plain's podCIDR",
-        lambda: (n := get(server, f"{NODES}/plain")) and n["spec"].get("podCIDR") and n,
+        lambda: (n := get(server, f"{NODES}/plain")) and pod_cidr(n) and n,
     )
     assert plain["spec"]["podCIDR"] == "10.244.0.0/24"
     assert made["spec"]["podCIDRs"] == ["10.244.1.0/24"]
@@ -245,7 +249,7 @@ def test_kubectl_cordon_taints_the_node_and_uncordon_clears_it(server: Server) -
     assert server.kubectl("cordon", name).stdout.strip() == f"node/{name} cordoned"
     node = wait_until(
         "the unschedulable taint",
-        lambda: (n := get(server, f"{NODES}/{name}")) and n["spec"].get("taints") and n,
+        lambda: (n := get(server, f"{NODES}/{name}")) and (n.get("spec") or {}).get("taints") and n,
     )
     (taint,) = node["spec"]["taints"]
     assert taint["key"] == "node.kubernetes.io/unschedulable"
@@ -402,7 +406,9 @@ def test_pod_cidrs_go_in_order_and_a_freed_one_is_not_given_next(server: Server)
     def cidr(name: str) -> str:
         node = wait_until(
             f"{name}'s podCIDR",
-            lambda: (n := get(server, f"{NODES}/{name}")) and n["spec"].get("podCIDR") and n,
+            lambda: (
+                (n := get(server, f"{NODES}/{name}")) and (n.get("spec") or {}).get("podCIDR") and n
+            ),
         )
         assert node["spec"]["podCIDRs"] == [node["spec"]["podCIDR"]]
         return str(node["spec"]["podCIDR"])
@@ -425,3 +431,62 @@ def test_pod_cidrs_go_in_order_and_a_freed_one_is_not_given_next(server: Server)
     assert code == 201, body
     assert cidr("d") == "10.244.4.0/24"
     assert cidr("own") == "10.244.3.0/24"
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=0, node_timings=FAST))
+def test_a_node_that_stops_posting_status_has_its_pods_marked_not_ready(server: Server) -> None:
+    """A Node no kubelet simulates, whose status a test posted once (Ready, a heartbeat), goes
+    Unknown after the grace period; its pods' Ready turns False, with kube's events."""
+    code, node = server.request("POST", NODES, {"metadata": {"name": "silent"}})
+    assert code == 201, node
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ready = {"type": "Ready", "status": "True", "lastHeartbeatTime": stamp,
+             "lastTransitionTime": stamp, "reason": "KubeletReady",
+             "message": "kubelet is posting ready status"}  # fmt: skip
+    merge = "application/merge-patch+json"
+    code, body = server.request(
+        "PATCH", f"{NODES}/silent/status", {"status": {"conditions": [ready]}}, merge
+    )
+    assert code == 200, body
+    pods = "/api/v1/namespaces/default/pods"
+    containers = [{"name": "c", "image": "nginx"}]
+    pod = {"metadata": {"name": "on-silent"},
+           "spec": {"nodeName": "silent", "containers": containers}}  # fmt: skip
+    code, body = server.request("POST", pods, pod)
+    assert code == 201, body
+    status = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp}
+    ]}  # fmt: skip
+    code, body = server.request("PATCH", f"{pods}/on-silent/status", {"status": status}, merge)
+    assert code == 200, body
+    got = wait_until(
+        "the pod not ready",
+        lambda: (
+            (p := get(server, f"{pods}/on-silent"))
+            and condition(p, "Ready")["status"] == "False"
+            and p
+        ),
+    )
+    assert condition(got, "Ready")["lastTransitionTime"] >= stamp
+    node = get(server, f"{NODES}/silent")
+    assert node is not None
+    assert taint_keys(node) == ["node.kubernetes.io/unreachable"]
+    types = [(c["type"], c["status"], c["reason"]) for c in node["status"]["conditions"]]
+    assert types == [
+        ("Ready", "Unknown", "NodeStatusUnknown"),
+        ("MemoryPressure", "Unknown", "NodeStatusNeverUpdated"),
+        ("DiskPressure", "Unknown", "NodeStatusNeverUpdated"),
+        ("PIDPressure", "Unknown", "NodeStatusNeverUpdated"),
+    ]
+    never = condition(node, "MemoryPressure")
+    assert never["message"] == "Kubelet never posted node status."
+    assert never["lastHeartbeatTime"] == node["metadata"]["creationTimestamp"]
+    warning = wait_until(
+        "the pod's event",
+        lambda: next((e for e in events(server, "on-silent") if e["reason"] == "NodeNotReady"),
+                     None),
+    )  # fmt: skip
+    assert (warning["type"], warning["message"]) == ("Warning", "Node is not ready")
+    assert warning["source"] == {"component": "node-controller"}
+    assert warning["involvedObject"]["kind"] == "Pod"
+    assert "NodeNotReady" in reasons(server, "silent")
