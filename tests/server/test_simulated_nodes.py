@@ -490,3 +490,43 @@ def test_a_node_that_stops_posting_status_has_its_pods_marked_not_ready(server: 
     assert warning["source"] == {"component": "node-controller"}
     assert warning["involvedObject"]["kind"] == "Pod"
     assert "NodeNotReady" in reasons(server, "silent")
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=1, node_timings=FAST))
+def test_an_extended_resource_patched_into_capacity_is_kept_and_allocatable(
+    server: Server,
+) -> None:
+    """As operators' tests advertise a device: the kubelet keeps capacity it does not own and
+    copies it to allocatable (the MachineInfo setter)."""
+    name = "kubelite-worker"
+    wait_until("reported", lambda: reported(server, name))
+    code, body = server.request(
+        "PATCH",
+        f"{NODES}/{name}/status",
+        {"status": {"capacity": {"example.com/dongle": "4"}}},
+        "application/merge-patch+json",
+    )
+    assert code == 200, body
+    node = wait_until(
+        "allocatable dongles",
+        lambda: (
+            (n := get(server, f"{NODES}/{name}"))
+            and n["status"]["allocatable"].get("example.com/dongle") == "4"
+            and n
+        ),
+    )
+    assert node["status"]["capacity"] == {**CAPACITY, "example.com/dongle": "4"}
+    lease = get(server, f"{LEASES}/{name}")
+    assert lease is not None
+    renewed = wait_until(
+        "a renewal",
+        lambda: (
+            (got := get(server, f"{LEASES}/{name}"))
+            and got["spec"]["renewTime"] > lease["spec"]["renewTime"]
+            and got
+        ),
+    )
+    assert renewed
+    again = get(server, f"{NODES}/{name}")
+    assert again is not None
+    assert again["status"]["capacity"]["example.com/dongle"] == "4"
