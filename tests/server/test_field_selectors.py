@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from harness import Server
 
+from kubelite.api.simulation.config import Simulation
+
 #: the tests work in a namespace "fs" of their own and select Nodes by their fields
 pytestmark = pytest.mark.fresh_server
 Obj = dict[str, Any]
@@ -110,6 +112,7 @@ def test_a_watch_sees_only_what_its_field_selector_selects(fs: Server) -> None:
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "on")]
 
 
+@pytest.mark.fresh_server(simulation=Simulation(nodes=0))  # the only Nodes are the test's
 def test_counts_and_flags_compare_as_their_text(fs: Server) -> None:
     ok(fs, "POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
     ok(fs, "POST", "/api/v1/nodes", {"metadata": {"name": "n2"}, "spec": {"unschedulable": True}})

@@ -1,11 +1,12 @@
 """One function that builds a complete kubelite server on a store: the catalogue, the kind
 table and registry, the admission chain (built-in plugins, admission policies, webhooks), the
 watch caches, the authenticator and authorizer, the CRD controller, the controller manager
-(namespace, ClusterRole aggregation, admission policy status, ServiceAccount and root CA
-controllers, run by the server that holds its Lease), the system namespaces, the bootstrap RBAC
-policy, API Priority and Fairness (its bootstrap configuration and the flow controller that
-follows it) and the ASGI app. ``kubelite serve``, the tests'
-in-process servers and the testing plugin all use it, so each runs exactly what the others run.
+(namespace, ClusterRole aggregation, admission policy status, ServiceAccount, root CA, node IPAM
+and node lifecycle controllers, and the simulated cluster's, run by the server that holds its
+Lease), the system namespaces, the bootstrap RBAC policy, API Priority and Fairness (its
+bootstrap configuration and the flow controller that follows it) and the ASGI app. ``kubelite
+serve``, the tests' in-process servers and the testing plugin all use it, so each runs exactly
+what the others run.
 
 This is the one place that wires kinds to the generic machinery (as kube-apiserver's control
 plane installs each group's storages); the generic modules never import the kinds.
@@ -35,6 +36,8 @@ from kubelite.api.controllers.garbagecollector import GarbageCollector
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.controllers.namespace import NamespaceController
+from kubelite.api.controllers.nodeipam import NodeIPAMController
+from kubelite.api.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.api.controllers.podgc import PodGC
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
@@ -66,7 +69,7 @@ from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.watchcache import WatchCacheSet
 from kubelite.api.machinery.webhookclient import WebhookClient
 from kubelite.api.simulation.cluster import simulated_cluster
-from kubelite.api.simulation.config import Simulation
+from kubelite.api.simulation.config import NodeTimings, Simulation
 from kubelite.server.app import KubeliteApp
 from kubelite.server.audit import AuditLog
 from kubelite.server.faults import Faults, FaultSpec
@@ -361,6 +364,18 @@ def controller_manager(
     manager.add(
         "pod-garbage-collector-controller",
         PodGC(registry, catalogue, **(pod_gc_options or {})),
+    )
+    manager.add("node-ipam-controller", NodeIPAMController(registry, catalogue))
+    timings = simulation.node_timings if simulation is not None else NodeTimings()
+    manager.add(
+        "node-lifecycle-controller",
+        NodeLifecycleController(
+            registry,
+            catalogue,
+            monitor_period=timings.monitor_period,
+            grace_period=timings.monitor_grace,
+            startup_grace_period=timings.startup_grace,
+        ),
     )
     if ca_pem is not None:
         manager.add(

@@ -139,6 +139,8 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
     - ``sum``: the sum of the numbers matched (0 if none).
     - ``ratio``: ``json_path`` is ``<a>/<b>``; the cell is ``"<a>/<b>"`` where each side is the
       sum of its matches if they are numbers, else how many there are (``0`` if none).
+    - ``node-status``, ``node-roles``: a Node's STATUS and ROLES (:func:`node_status`,
+      :func:`node_roles`; ``json_path`` unused).
     """
     render = column.render
     if render == "value":
@@ -172,4 +174,39 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
     if render == "ratio":
         numerator, _, denominator = column.json_path.partition("/")
         return f"{_ratio_side(numerator, obj)}/{_ratio_side(denominator, obj)}"
+    if render == "node-status":
+        return node_status(obj)
+    if render == "node-roles":
+        return node_roles(obj)
     raise ValueError(f"unknown render mode {render!r} for column {column.name!r}")
+
+
+#: the node-role label prefix and the old role label printNode reads
+NODE_ROLE_PREFIX, NODE_ROLE_LABEL = "node-role.kubernetes.io/", "kubernetes.io/role"
+
+
+def node_status(node: dict[str, Any]) -> str:
+    """printNode's STATUS (pkg/printers/internalversion/printers.go): ``Ready`` or
+    ``NotReady`` from the Ready condition (``Unknown`` without one), then
+    ``SchedulingDisabled`` when ``spec.unschedulable``."""
+    status = []
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            status = ["Ready" if condition.get("status") == "True" else "NotReady"]
+    if not status:
+        status = ["Unknown"]
+    if (node.get("spec") or {}).get("unschedulable"):
+        status.append("SchedulingDisabled")
+    return ",".join(status)
+
+
+def node_roles(node: dict[str, Any]) -> str:
+    """printNode's ROLES (``findNodeRoles``): the ``node-role.kubernetes.io/<role>`` labels and
+    ``kubernetes.io/role``, sorted and joined with ``,``; ``<none>`` without any."""
+    roles = set()
+    for key, value in ((node.get("metadata") or {}).get("labels") or {}).items():
+        if key.startswith(NODE_ROLE_PREFIX) and key[len(NODE_ROLE_PREFIX) :]:
+            roles.add(key[len(NODE_ROLE_PREFIX) :])
+        elif key == NODE_ROLE_LABEL and value:
+            roles.add(value)
+    return ",".join(sorted(roles)) or "<none>"

@@ -12,6 +12,10 @@
 - ``--kubelite-inject`` (or the ``kubelite_inject`` ini option): the faults every server
   injects (``kubelite serve --inject``: ``conflicts=0.1,watch-drops=0.01,slow=0.05:200ms``);
   the marker's ``inject=`` for one test's own server (with ``fresh=True``; ``""``: none).
+- the marker's ``nodes=``: how many simulated Nodes the test's own server registers (with
+  ``fresh=True``; ``kubelite serve --nodes``): ``kubelite-worker``, ``kubelite-worker2`` ...,
+  Ready, with a Lease each, as a kind cluster's workers. Every server has one unless told
+  otherwise; ``nodes=0`` is an empty cluster, as envtest has.
 
 A server that stops while a test uses it fails that test, with the server's log.
 """
@@ -58,9 +62,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(fresh=False, mode=None, inject=None): fresh=True gives the test a kubelite "
-        "server of its own; mode (in-process, subprocess) how that server runs; inject the "
-        "faults it injects (conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1)",
+        f"{MARKER}(fresh=False, mode=None, inject=None, nodes=None): fresh=True gives the test "
+        "a kubelite server of its own; mode (in-process, subprocess) how that server runs; "
+        "inject the faults it injects (conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1); "
+        "nodes how many simulated Nodes it registers (default 1; 0: none)",
     )
 
 
@@ -76,9 +81,11 @@ def _session_inject(config: pytest.Config) -> str | None:
     return inject or None
 
 
-def _start(data_dir: Path, mode: Mode, inject: str | None) -> KubeliteServer:
+def _start(
+    data_dir: Path, mode: Mode, inject: str | None, nodes: int | None = None
+) -> KubeliteServer:
     try:
-        return start_server(data_dir, mode, inject=inject)
+        return start_server(data_dir, mode, inject=inject, nodes=nodes)
     except FaultSpecError as exc:
         raise pytest.UsageError(f"kubelite inject={inject!r}: {exc}") from None
 
@@ -110,7 +117,7 @@ def kubelite(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KubeliteServer]:
     """A running kubelite server: the session's, or the test's own when it is marked
-    ``@pytest.mark.kubelite(fresh=True)``."""
+    ``@pytest.mark.kubelite(fresh=True)`` (``nodes=3``: with three simulated Nodes)."""
     marker = request.node.get_closest_marker(MARKER)
     options = dict(marker.kwargs) if marker is not None else {}
     if not options.pop("fresh", False):
@@ -123,9 +130,12 @@ def kubelite(
     mode = options.pop("mode", None) or _session_mode(request.config)
     inject = options.pop("inject", None)
     inject = _session_inject(request.config) if inject is None else inject or None
+    nodes = options.pop("nodes", None)
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0):
+        raise pytest.UsageError(f"@pytest.mark.kubelite(nodes={nodes!r}): 0 or more, e.g. 3")
     if options:
         raise pytest.UsageError(f"unknown @pytest.mark.kubelite options: {sorted(options)}")
-    server = _start(tmp_path_factory.mktemp("kubelite") / "data", mode, inject)
+    server = _start(tmp_path_factory.mktemp("kubelite") / "data", mode, inject, nodes)
     try:
         yield server
     finally:

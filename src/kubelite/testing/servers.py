@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from kubelite.api.simulation.config import Simulation
 from kubelite.client import AsyncClient, Client
 from kubelite.server.faults import FaultSpec
 from kubelite.server.serve import ServeOptions, serve, user_kubeconfig
@@ -362,26 +363,44 @@ def _end(process: subprocess.Popen[str]) -> None:
 
 
 def start_server(
-    data_dir: Path, mode: Mode = DEFAULT_MODE, *, inject: str | None = None
+    data_dir: Path,
+    mode: Mode = DEFAULT_MODE,
+    *,
+    inject: str | None = None,
+    nodes: int | None = None,
 ) -> KubeliteServer:
     """A fresh server on ``data_dir`` in ``mode``; stop it with :meth:`KubeliteServer.stop`.
     ``inject``: the faults it injects, as ``kubelite serve --inject`` takes them
     (``conflicts=0.1,watch-drops=0.01,slow=0.05:200ms,seed=1``); a bad spec is a
-    :class:`~kubelite.server.faults.FaultSpecError` (a ValueError) saying what to write."""
+    :class:`~kubelite.server.faults.FaultSpecError` (a ValueError) saying what to write.
+    ``nodes``: how many simulated Nodes it registers at start (``kubelite serve --nodes``;
+    None: the server's default, 1; 0: none, an empty cluster as envtest has)."""
     faults = None if inject is None else FaultSpec.parse(inject)
+    if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0):
+        raise ValueError(f"nodes must be a whole number, 0 or more, not {nodes!r}")
     if mode == "in-process":
-        return InProcessServer.start(data_dir, ServeOptions(faults=faults))
+        options = ServeOptions(faults=faults)
+        if nodes is not None:
+            options = dataclasses.replace(options, simulation=Simulation(nodes=nodes))
+        return InProcessServer.start(data_dir, options)
     if mode == "subprocess":
-        return SubprocessServer.start(data_dir, *(() if faults is None else ("--inject", inject)))
+        args = [] if faults is None or inject is None else ["--inject", inject]
+        if nodes is not None:
+            args += ["--nodes", str(nodes)]
+        return SubprocessServer.start(data_dir, *args)
     raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 
 
 @contextmanager
 def serving(
-    data_dir: Path, mode: Mode = DEFAULT_MODE, *, inject: str | None = None
+    data_dir: Path,
+    mode: Mode = DEFAULT_MODE,
+    *,
+    inject: str | None = None,
+    nodes: int | None = None,
 ) -> Iterator[KubeliteServer]:
     """:func:`start_server` as a context manager: the server stops on exit."""
-    server = start_server(data_dir, mode, inject=inject)
+    server = start_server(data_dir, mode, inject=inject, nodes=nodes)
     try:
         yield server
     finally:

@@ -208,7 +208,30 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
         AGE,
     ),
     ("", "namespaces"): (NAME, _str("Status", ".status.phase", default="Active"), AGE),
-    ("", "nodes"): (NAME, AGE, _str("Version", ".status.nodeInfo.kubeletVersion")),
+    ("", "nodes"): (
+        NAME,
+        ColumnSpec("Status", ".status", render="node-status", description="The status of the node"),
+        ColumnSpec(
+            "Roles", ".metadata.labels", render="node-roles", description="The roles of the node"
+        ),
+        AGE,
+        ColumnSpec(
+            "Version",
+            ".status.nodeInfo.kubeletVersion",
+            default="",
+            description="Kubelet Version reported by the node.",
+        ),
+        _str("Internal-IP", '.status.addresses[?(@.type=="InternalIP")].address', priority=1),
+        _str("External-IP", '.status.addresses[?(@.type=="ExternalIP")].address', priority=1),
+        _str("OS-Image", ".status.nodeInfo.osImage", priority=1, default="<unknown>"),
+        _str("Kernel-Version", ".status.nodeInfo.kernelVersion", priority=1, default="<unknown>"),
+        _str(
+            "Container-Runtime",
+            ".status.nodeInfo.containerRuntimeVersion",
+            priority=1,
+            default="<unknown>",
+        ),
+    ),
     ("", "persistentvolumeclaims"): (
         NAME,
         _str("Status", ".status.phase", default="Pending"),

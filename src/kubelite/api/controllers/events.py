@@ -52,7 +52,9 @@ class _Recorded:
 def reference(obj: Obj, field_path: str | None = None) -> Obj:
     """An ObjectReference to ``obj`` (``involvedObject`` / ``regarding``)."""
     meta = obj["metadata"]
-    ref: Obj = {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", "")}
+    ref: Obj = {"kind": obj.get("kind", "")}
+    if obj.get("apiVersion"):  # ObjectReference's omitempty: the kubelet's node reference has none
+        ref["apiVersion"] = obj["apiVersion"]
     if meta.get("namespace"):
         ref["namespace"] = meta["namespace"]
     ref["name"] = meta.get("name", "")

@@ -5,6 +5,8 @@ so that pods are scheduled, run and stop in a test as on a kind cluster.
   ``--simulate-backoff-scale``;
 - :mod:`.cluster`: the simulation's controllers, run once per cluster under
   kube-controller-manager's leader election like the other controllers.
+- :mod:`.nodes`: ``node-agent``, the simulated kubelets' work for their Nodes (registration,
+  node status, Leases, the kubelet's Node events); :mod:`.nodestatus`: what they write.
 
 A Node is simulated when it carries the annotation ``kubelite.dev/simulated: "true"``: the nodes
 ``--nodes`` registers do, and so may a Node a test creates. Everything a client observes comes

@@ -106,8 +106,17 @@ def default_endpoints(obj: Obj) -> None:
 
 
 def default_node(obj: Obj) -> None:
-    """SetDefaults_NodeStatus: allocatable is the capacity when unset; then both rounded to
+    """The v1 <-> internal conversion of NodeSpec (pkg/apis/core/v1/conversion.go): ``podCIDRs``
+    is ``[podCIDR]`` when only that is given, and ``podCIDR`` is always ``podCIDRs[0]``;
+    SetDefaults_NodeStatus: allocatable is the capacity when unset; then both rounded to
     milli (SetDefaults_ResourceList)."""
+    spec = sub(obj, "spec")
+    if spec is not None:
+        cidrs = spec.get("podCIDRs")
+        if not cidrs and isinstance(spec.get("podCIDR"), str) and spec["podCIDR"]:
+            spec["podCIDRs"] = [spec["podCIDR"]]
+        elif isinstance(cidrs, list) and cidrs and isinstance(cidrs[0], str):
+            spec["podCIDR"] = cidrs[0]
     status = sub(obj, "status")
     if status is None:
         return
