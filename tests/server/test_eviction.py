@@ -4,25 +4,30 @@ kubelet runs here: the tests play it, binding pods to a node name and writing th
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from harness import Server
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 PDBS = "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+T = TypeVar("T")
 TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
 def make_pod(server: Server, name: str, labels: dict[str, str], *, ready: bool = True,
-             phase: str = "Running") -> dict[str, Any]:  # fmt: skip
+             phase: str = "Running", owner: dict[str, Any] | None = None) -> Any:  # fmt: skip
     """A pod bound to node ``n1`` whose status a kubelet would have written."""
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": labels},
         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
     }
+    if owner is not None:
+        body["metadata"]["ownerReferences"] = [owner]
     code, pod = server.request("POST", PODS, body)
     assert code == 201, pod
     return set_status(server, name, ready=ready, phase=phase)
@@ -42,6 +47,27 @@ def set_status(server: Server, name: str, *, ready: bool, phase: str = "Running"
     code, pod = server.request("PUT", f"{PODS}/{name}/status", pod)
     assert code == 200, pod
     return pod
+
+
+def pdb_body(name: str, spec: dict[str, Any], app: str = "web") -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {**spec, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def wait_for(probe: Callable[[], T | None], seconds: float = 15.0) -> T:
+    """``probe``'s first answer that is not None, polled every 50 ms."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = probe()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
 
 
 def eviction(name: str, delete_options: dict[str, Any] | None = None) -> dict[str, Any]:

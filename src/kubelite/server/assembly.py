@@ -28,6 +28,7 @@ from kubelite.api.auth.authorizer import AlwaysAllow, Authorizer, PrivilegedGrou
 from kubelite.api.auth.rbacindex import PolicyFollower, PolicyIndex, RBACAuthorizer
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.crd import CRDController
+from kubelite.api.controllers.disruption import DisruptionController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.controllers.manager import ControllerManager
@@ -328,6 +329,7 @@ def controller_manager(
     )
     manager.add("garbage-collector-controller", GarbageCollector(registry, catalogue))
     manager.add("serviceaccount-controller", ServiceAccountController(registry, catalogue))
+    manager.add("disruption-controller", DisruptionController(registry, catalogue))
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",
