@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pytest
 from harness import Server
 
 PODS = "/api/v1/namespaces/{ns}/pods"
@@ -102,3 +103,263 @@ def test_the_name_must_match_the_path(server: Server) -> None:
     make_pod(server, "p", {"app": "x"})
     code, body = server.request("POST", f"{PODS}/p/eviction", eviction("q"))
     assert (code, body["message"]) == (400, "name in URL does not match name in Eviction object")
+
+
+def observed(server: Server, name: str, check: Callable[[Any], bool]) -> Any:
+    """The PDB once the disruption controller wrote a status ``check`` accepts."""
+
+    def probe() -> Any:
+        code, pdb = server.request("GET", f"{PDBS}/{name}")
+        assert code == 200, pdb
+        return pdb if check(pdb["status"]) else None
+
+    return wait_for(probe)
+
+
+def budget(server: Server, name: str, spec: dict[str, Any], healthy: int) -> Any:
+    code, pdb = server.request("POST", PDBS, pdb_body(name, spec))
+    assert code == 201, pdb
+    return observed(
+        server,
+        name,
+        lambda s: s.get("observedGeneration") == 1 and s["currentHealthy"] == healthy,
+    )
+
+
+def test_the_budget_spends_then_refuses_with_kube_429(server: Server) -> None:
+    make_pod(server, "a", {"app": "web"})
+    make_pod(server, "b", {"app": "web"})
+    budget(server, "pdb", {"minAvailable": 1}, healthy=2)
+    reader, events = server.watch_lines(f"{PODS}?watch=1&fieldSelector=metadata.name=a", 2)
+    time.sleep(0.3)
+    assert evict(server, "a") == (201, SUCCESS)
+    assert server.request("GET", f"{PODS}/a")[0] == 404
+    reader.join()
+    kinds = [e["type"] for e in events]
+    assert kinds == ["ADDED", "MODIFIED", "DELETED"], kinds
+    (target,) = [
+        c for c in events[1]["object"]["status"]["conditions"] if c["type"] == "DisruptionTarget"
+    ]
+    assert target == {
+        "type": "DisruptionTarget",
+        "observedGeneration": 1,
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": target["lastTransitionTime"],
+        "reason": "EvictionByEvictionAPI",
+        "message": "Eviction API: evicting",
+    }
+    # a's disruptedPods entry goes with it
+    pdb = observed(server, "pdb", lambda s: s["currentHealthy"] == 1 and "disruptedPods" not in s)
+    assert pdb["status"]["disruptionsAllowed"] == 0
+    code, body = evict(server, "b")
+    assert (code, body) == (
+        429,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": TOO_MANY,
+            "reason": "TooManyRequests",
+            "details": {
+                "causes": [
+                    {
+                        "reason": "DisruptionBudget",
+                        "message": "The disruption budget pdb needs 1 healthy pods and has 1 "
+                        "currently",
+                    }
+                ]
+            },
+            "code": 429,
+        },
+    )
+    assert server.request("GET", f"{PODS}/b")[0] == 200
+
+
+def test_an_evicted_pod_held_by_a_finalizer_counts_no_more(server: Server) -> None:
+    """A pod still there after its eviction (a finalizer holds it) is terminating: out of
+    currentHealthy, and out of disruptedPods (kube's buildDisruptedPodMap skips it)."""
+    make_pod(server, "a", {"app": "web"})
+    make_pod(server, "b", {"app": "web"})
+    make_pod(server, "c", {"app": "web"})
+    budget(server, "pdb", {"minAvailable": 1}, healthy=3)
+    code, pod = server.request("GET", f"{PODS}/a")
+    pod["metadata"]["finalizers"] = ["example.com/hold"]
+    assert server.request("PUT", f"{PODS}/a", pod)[0] == 200
+    assert evict(server, "a") == (201, SUCCESS)
+    code, pod = server.request("GET", f"{PODS}/a")
+    assert code == 200
+    assert pod["metadata"]["deletionTimestamp"]
+    pdb = observed(server, "pdb", lambda s: s["currentHealthy"] == 2 and "disruptedPods" not in s)
+    assert pdb["status"]["disruptionsAllowed"] == 1
+    code, pod = server.request("GET", f"{PODS}/a")
+    pod["metadata"]["finalizers"] = []
+    assert server.request("PUT", f"{PODS}/a", pod)[0] == 200
+
+
+def test_a_terminating_or_terminal_pod_skips_the_budget(server: Server) -> None:
+    make_pod(server, "done", {"app": "web"}, ready=False, phase="Succeeded")
+    make_pod(server, "b", {"app": "web"})
+    budget(server, "pdb", {"minAvailable": 5}, healthy=1)
+    assert evict(server, "done") == (201, SUCCESS)
+    assert server.request("GET", f"{PODS}/done")[0] == 404
+
+
+def test_two_budgets_are_a_500(server: Server) -> None:
+    make_pod(server, "a", {"app": "web"})
+    budget(server, "one", {"minAvailable": 0}, healthy=1)
+    budget(server, "two", {"maxUnavailable": 1}, healthy=1)
+    assert evict(server, "a") == (
+        500,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "This pod has more than one PodDisruptionBudget, which the eviction "
+            "subresource does not support.",
+            "code": 500,
+        },
+    )
+    assert server.request("GET", f"{PODS}/a")[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("spec", "healthy", "code"),
+    [
+        ({"minAvailable": 1}, 2, 201),  # IfHealthyBudget, healthy budget: evicted, not spent
+        ({"minAvailable": 3}, 2, 429),  # IfHealthyBudget, budget short: refused
+        ({"minAvailable": 3, "unhealthyPodEvictionPolicy": "AlwaysAllow"}, 2, 201),
+    ],
+)
+def test_unhealthy_pods_and_the_policy(
+    server: Server, spec: dict[str, Any], healthy: int, code: int
+) -> None:
+    make_pod(server, "a", {"app": "web"})
+    make_pod(server, "b", {"app": "web"})
+    make_pod(server, "sick", {"app": "web"}, ready=False)
+    before = budget(server, "pdb", spec, healthy=healthy)["status"]
+    got, body = evict(server, "sick")
+    assert got == code, body
+    if code == 201:
+        assert server.request("GET", f"{PODS}/sick")[0] == 404
+        _, pdb = server.request("GET", f"{PDBS}/pdb")
+        assert "disruptedPods" not in pdb["status"]  # the budget was not spent
+        assert pdb["status"]["disruptionsAllowed"] == before["disruptionsAllowed"]
+    else:
+        assert body["details"]["causes"][0]["message"] == (
+            "The disruption budget pdb needs 3 healthy pods and has 2 currently"
+        )
+
+
+def test_dry_run_changes_nothing(server: Server) -> None:
+    make_pod(server, "a", {"app": "web"})
+    make_pod(server, "b", {"app": "web"})
+    make_pod(server, "free", {"app": "other"})
+    before = budget(server, "pdb", {"minAvailable": 1}, healthy=2)
+    path = f"{PODS}/a/eviction?dryRun=All"
+    assert server.request("POST", path, eviction("a")) == (201, SUCCESS)
+    in_body = eviction("free", {"dryRun": ["All"]})
+    assert server.request("POST", f"{PODS}/free/eviction", in_body) == (201, SUCCESS)
+    for name in ("a", "free"):
+        code, pod = server.request("GET", f"{PODS}/{name}")
+        assert code == 200
+        assert [c["type"] for c in pod["status"]["conditions"]] == ["Ready", "PodScheduled"]
+    _, pdb = server.request("GET", f"{PDBS}/pdb")
+    assert pdb["status"] == before["status"]
+
+
+def test_the_name_in_the_body_and_its_kind(server: Server) -> None:
+    make_pod(server, "p", {"app": "x"})
+    wrong = {**eviction("p"), "apiVersion": "v1"}
+    code, body = server.request("POST", f"{PODS}/p/eviction", wrong)
+    assert (code, body["message"]) == (
+        400,
+        'no kind "Eviction" is registered for version "v1" in scheme '
+        '"pkg/api/legacyscheme/scheme.go:30"',
+    )
+    beta = {**eviction("p"), "apiVersion": "policy/v1beta1"}
+    assert server.request("POST", f"{PODS}/p/eviction", beta) == (201, SUCCESS)
+
+
+@pytest.mark.fresh_server  # a ValidatingAdmissionPolicy (cluster-wide) keeps the budget unobserved
+def test_a_budget_not_yet_observed_is_still_being_processed(server: Server) -> None:
+    admission = "/apis/admissionregistration.k8s.io/v1"
+    policy = {
+        "metadata": {"name": "freeze"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["policy"],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["poddisruptionbudgets/status"],
+                    }
+                ]
+            },
+            "validations": [{"expression": "object.metadata.name != 'frozen'"}],
+        },
+    }
+    code, got = server.request("POST", f"{admission}/validatingadmissionpolicies", policy)
+    assert code == 201, got
+    bound = {"metadata": {"name": "freeze"},
+             "spec": {"policyName": "freeze", "validationActions": ["Deny"]}}  # fmt: skip
+    code, got = server.request("POST", f"{admission}/validatingadmissionpolicybindings", bound)
+    assert code == 201, got
+    make_pod(server, "a", {"app": "web"})
+    code, got = server.request("POST", PDBS, pdb_body("frozen", {"minAvailable": 0}))
+    assert code == 201, got
+    code, body = evict(server, "a")
+    assert (code, body) == (
+        429,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": TOO_MANY,
+            "reason": "TooManyRequests",
+            "details": {
+                "causes": [
+                    {
+                        "reason": "DisruptionBudget",
+                        "message": "The disruption budget frozen is still being processed by "
+                        "the server.",
+                    }
+                ],
+                "retryAfterSeconds": 10,
+            },
+            "code": 429,
+        },
+    )
+
+
+def test_rbac_needs_create_on_pods_eviction(server: Server) -> None:
+    make_pod(server, "p", {"app": "x"})
+    who = server.user_certificate("evictor")
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{server.namespace}"
+    role = {"metadata": {"name": "r"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}  # fmt: skip
+    assert server.request("POST", f"{rbac}/roles", role)[0] == 201
+    bind = {
+        "metadata": {"name": "r"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "evictor"}],
+    }
+    assert server.request("POST", f"{rbac}/rolebindings", bind)[0] == 201
+    path = f"{PODS}/p/eviction"
+    code, body = server.request("POST", path, eviction("p"), token=None, cert=who)
+    assert (code, body["message"]) == (
+        403,
+        f'pods "p" is forbidden: User "evictor" cannot create resource "pods/eviction" in API '
+        f'group "" in the namespace "{server.namespace}"',
+    )
+    role["rules"].append({"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]})
+    role["metadata"]["resourceVersion"] = server.request("GET", f"{rbac}/roles/r")[1]["metadata"][
+        "resourceVersion"
+    ]
+    assert server.request("PUT", f"{rbac}/roles/r", role)[0] == 200
+    assert server.request("POST", path, eviction("p"), token=None, cert=who) == (201, SUCCESS)
