@@ -4,12 +4,15 @@ kubelet runs here: the tests play it, binding pods to a node name and writing th
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
 from harness import Server
+
+from kubelite.api.simulation.config import Simulation
 
 PODS = "/api/v1/namespaces/{ns}/pods"
 PDBS = "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
@@ -19,13 +22,14 @@ TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
 def make_pod(server: Server, name: str, labels: dict[str, str], *, ready: bool = True,
-             phase: str = "Running", owner: dict[str, Any] | None = None) -> Any:  # fmt: skip
-    """A pod bound to node ``n1`` whose status a kubelet would have written."""
+             phase: str = "Running", owner: dict[str, Any] | None = None,
+             node: str = "n1") -> Any:  # fmt: skip
+    """A pod bound to ``node`` whose status a kubelet would have written."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]},
     }
     if owner is not None:
         body["metadata"]["ownerReferences"] = [owner]
@@ -363,3 +367,84 @@ def test_rbac_needs_create_on_pods_eviction(server: Server) -> None:
     ]
     assert server.request("PUT", f"{rbac}/roles/r", role)[0] == 200
     assert server.request("POST", path, eviction("p"), token=None, cert=who) == (201, SUCCESS)
+
+
+def web_pods(server: Server) -> list[str]:
+    _, listed = server.request("GET", f"{PODS}?labelSelector=app%3Dweb")
+    return [p["metadata"]["name"] for p in listed["items"]]
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=0))  # a Node of its own, cordoned
+def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
+    code, node = server.request("POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
+    assert code == 201, node
+    apps = "/apis/apps/v1/namespaces/{ns}"
+    template = {
+        "metadata": {"labels": {"app": "d"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    selector = {"matchLabels": {"app": "d"}}
+    code, ds = server.request(
+        "POST", f"{apps}/daemonsets",
+        {"metadata": {"name": "ds"}, "spec": {"selector": selector, "template": template}},
+    )  # fmt: skip
+    assert code == 201, ds
+    code, rs = server.request(
+        "POST", f"{apps}/replicasets",
+        {"metadata": {"name": "rs"},
+         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                  "template": {**template, "metadata": {"labels": {"app": "web"}}}}},
+    )  # fmt: skip
+    assert code == 201, rs
+
+    def ref(owner: Any, kind: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": kind, "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"], "controller": True}  # fmt: skip
+
+    make_pod(server, "web-1", {"app": "web"}, owner=ref(rs, "ReplicaSet"))
+    make_pod(server, "web-2", {"app": "web"}, owner=ref(rs, "ReplicaSet"))
+    make_pod(server, "ds-1", {"app": "d"}, owner=ref(ds, "DaemonSet"))
+    make_pod(server, "bare", {"app": "bare"})
+    budget(server, "pdb", {"maxUnavailable": 1}, healthy=2)
+    refused = server.kubectl("drain", "n1", check=False)
+    assert refused.returncode == 1
+    assert refused.stdout == "node/n1 cordoned\n"  # kubectl cordons before it filters
+    assert 'error: unable to drain node "n1" due to error: [' in refused.stderr
+    assert (
+        "cannot delete Pods that declare no controller (use --force to override): default/bare"
+        in refused.stderr
+    )
+    assert (
+        "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/ds-1"
+        in refused.stderr
+    )
+    drain = server.kubectl_background(
+        "drain", "n1", "--ignore-daemonsets", "--delete-emptydir-data", "--force",
+        "--timeout", "40s",
+    )  # fmt: skip
+    # the budget allows one pod down: once one of web-1/web-2 is evicted the other is refused
+    # until a replacement runs (the ReplicaSet controller's part, played here, on another node)
+    wait_for(lambda: True if len(web_pods(server)) == 1 else None, 30)
+    make_pod(server, "web-3", {"app": "web"}, owner=ref(rs, "ReplicaSet"), node="n2")
+    out, err = drain.communicate(timeout=45)
+    assert drain.returncode == 0, err
+    drained = subprocess.CompletedProcess(drain.args, 0, out, err)
+    out = drained.stdout
+    assert out.startswith("node/n1 already cordoned\n")
+    for pod in ("bare", "web-1", "web-2"):
+        assert f"evicting pod default/{pod}" in out
+        assert f"pod/{pod} evicted" in out
+    assert out.rstrip().endswith("node/n1 drained")
+    assert (
+        "Warning: deleting Pods that declare no controller: default/bare; ignoring "
+        "DaemonSet-managed Pods: default/ds-1"
+    ) in drained.stderr
+    # kubectl retried the refused eviction every 5 s
+    assert (
+        "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption "
+        "budget." in drained.stderr
+    )
+    _, listed = server.request("GET", PODS)
+    assert sorted(p["metadata"]["name"] for p in listed["items"]) == ["ds-1", "web-3"]
+    _, node = server.request("GET", "/api/v1/nodes/n1")
+    assert node["spec"]["unschedulable"] is True
