@@ -448,3 +448,17 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
     assert sorted(p["metadata"]["name"] for p in listed["items"]) == ["ds-1", "web-3"]
     _, node = server.request("GET", "/api/v1/nodes/n1")
     assert node["spec"]["unschedulable"] is True
+
+
+def test_discovery_lists_pods_eviction(server: Server) -> None:
+    _, listed = server.request("GET", "/api/v1")
+    (found,) = [r for r in listed["resources"] if r["name"] == "pods/eviction"]
+    assert found == {
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    }
