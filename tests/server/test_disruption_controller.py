@@ -5,6 +5,7 @@ runs here: the tests play it (pods bound to a node name, their status written th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -179,3 +180,33 @@ def test_a_pod_without_a_known_controller_fails_safe(server: Server) -> None:
         "Failed to calculate the number of expected pods: jobs.batch does not implement the "
         "scale subresource"
     )
+
+
+def test_a_stale_disruption_target_is_turned_false(server: Server) -> None:
+    """A pod left with DisruptionTarget True for 2 minutes without being deleted (an eviction
+    whose delete failed) gets it set to False; the kubelet's TerminationByKubelet stays."""
+    old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 180))
+    for name, reason in (("evicted", "EvictionByEvictionAPI"), ("kubelet", "TerminationByKubelet")):
+        pod = make_pod(server, name, {"app": "x"})
+        pod["status"]["conditions"].append(
+            {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": old,
+             "reason": reason, "message": "m"}
+        )  # fmt: skip
+        code, pod = server.request("PUT", f"{PODS}/{name}/status", pod)
+        assert code == 200, pod
+
+    def target(name: str) -> Any:
+        _, pod = server.request("GET", f"{PODS}/{name}")
+        (found,) = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+        return found
+
+    found = wait_for(lambda: (lambda c: c if c["status"] == "False" else None)(target("evicted")))
+    assert found == {
+        "type": "DisruptionTarget",
+        "observedGeneration": 1,
+        "status": "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": found["lastTransitionTime"],
+    }
+    assert found["lastTransitionTime"] > old
+    assert target("kubelet")["status"] == "True"

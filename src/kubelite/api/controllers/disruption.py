@@ -26,6 +26,11 @@ and when a pod it covers (the first PDB by name whose selector matches, as kube'
   expected), ``observedGeneration``, and the ``DisruptionAllowed`` condition (True
   ``SufficientPods`` / False ``InsufficientPods``).
 
+A pod that is neither terminating nor terminal whose ``DisruptionTarget`` condition is True (and
+not the kubelet's ``TerminationByKubelet``) for ``stale_timeout`` (kube's
+stalePodDisruptionTimeout, 2 min: an eviction whose delete failed) gets the condition set to
+False, through ``pods/status``.
+
 The status is written only when it changes, through ``poddisruptionbudgets/status`` with the
 resourceVersion the informer holds, under ``kube-controller-manager`` (the manager kube's
 client-go user agent gives); a 409 is retried from the queue once the informer caught up,
@@ -39,6 +44,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +62,7 @@ from kubelite.api.controllers.events import NORMAL, WARNING, EventRecorder
 from kubelite.api.controllers.workqueue import WorkQueue
 from kubelite.api.encoding.stored import clone
 from kubelite.api.errors import APIError
+from kubelite.api.kinds.core.evictions import update_pod_condition
 from kubelite.api.kinds.policy.disruption import (
     CONDITION,
     SYNC_FAILED,
@@ -76,6 +83,8 @@ MANAGER = "kube-controller-manager"
 COMPONENT = "controllermanager"
 #: kube's DeletionTimeout
 DELETION_TIMEOUT_SECONDS = 120.0
+#: kube's stalePodDisruptionTimeout
+STALE_TIMEOUT_SECONDS = 120.0
 CLOSE_GRACE_SECONDS = 5.0
 PDBS, PODS = "poddisruptionbudgets", "pods"
 
@@ -143,6 +152,7 @@ class DisruptionController:
         catalogue: Catalogue,
         *,
         deletion_timeout: float = DELETION_TIMEOUT_SECONDS,
+        stale_timeout: float = STALE_TIMEOUT_SECONDS,
         workers: int = 2,
         retry_min_seconds: float = 0.05,
         retry_max_seconds: float = 30.0,
@@ -150,6 +160,7 @@ class DisruptionController:
         self.registry = registry
         self.catalogue = catalogue
         self.deletion_timeout = deletion_timeout
+        self.stale_timeout = stale_timeout
         self.workers = workers
         self.retry_min_seconds = retry_min_seconds
         self.retry_max_seconds = retry_max_seconds
@@ -165,6 +176,7 @@ class DisruptionController:
         self.recorder = EventRecorder(registry, catalogue, COMPONENT)
         self.expected = ExpectedPods(registry, catalogue, self.held)
         self.queue: WorkQueue[Key] = self._new_queue()
+        self.stale_queue: WorkQueue[Key] = self._new_queue()
         self.listers = _Listers(self)
         self._listed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -207,6 +219,52 @@ class DisruptionController:
         key = self.pdb_for_pod(pod, record=record)
         if key is not None:
             self.queue.add(key)
+        if record:  # an added or changed pod (kube's addPod, updatePod)
+            stale, after = self.stale_disruption(pod)
+            if stale:
+                self.stale_queue.add_after(_key(pod), after)
+
+    # -- stale DisruptionTarget conditions -------------------------------------------------------
+
+    def stale_disruption(self, pod: Obj) -> tuple[bool, float]:
+        """kube's nonTerminatingPodHasStaleDisruptionCondition: a pod that is not terminating
+        nor terminal with ``DisruptionTarget`` True (not the kubelet's), and how long until that
+        condition is stale."""
+        if pod["metadata"].get("deletionTimestamp"):
+            return False, 0.0
+        status = pod.get("status") or {}
+        found = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "DisruptionTarget"),
+            None,
+        )
+        if (
+            found is None
+            or found.get("status") != "True"
+            or found.get("reason") == "TerminationByKubelet"
+            or status.get("phase") in ("Succeeded", "Failed")
+        ):
+            return False, 0.0
+        since = time.time() - _time(found.get("lastTransitionTime"))
+        return True, max(self.stale_timeout - since, 0.0)
+
+    async def sync_stale(self, key: Key) -> None:
+        """kube's syncStalePodDisruption: the condition set to False (a conflict-checked update
+        of the pod's status, the resourceVersion the informer holds)."""
+        pod = self.held(PODS, *key)
+        if pod is None:
+            return
+        stale, after = self.stale_disruption(pod)
+        if not stale:
+            return
+        if after > 0:
+            self.stale_queue.add_after(key, after)
+            return
+        body = {**clone(pod), "kind": "Pod", "apiVersion": "v1"}
+        if not update_pod_condition(body, {"type": "DisruptionTarget", "status": "False"}):
+            return
+        await self.registry.update(
+            self.infos[PODS], key[0], key[1], body, subresource="status", field_manager=MANAGER
+        )
 
     def _record(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         """An event, written in the background (the informer's handlers do not wait)."""
@@ -383,6 +441,7 @@ class DisruptionController:
             return
         if self.queue.shutting_down:
             self.queue = self._new_queue()
+            self.stale_queue = self._new_queue()
             self.listers = _Listers(self)
             self._listed = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -391,6 +450,7 @@ class DisruptionController:
     async def close(self) -> None:
         tasks, self._tasks = self._tasks, []
         self.queue.shut_down()
+        self.stale_queue.shut_down()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(task, CLOSE_GRACE_SECONDS)
@@ -412,19 +472,27 @@ class DisruptionController:
             except Exception:
                 log.warning("%s: listing failed; trying again", self.name, exc_info=True)
                 await asyncio.sleep(self.retry_max_seconds / 10)
-        await asyncio.gather(*(self._work() for _ in range(self.workers)))
+        await asyncio.gather(
+            *(
+                self._work(self.queue, self.sync, "PodDisruptionBudget")
+                for _ in range(self.workers)
+            ),
+            self._work(self.stale_queue, self.sync_stale, "Pod"),
+        )
 
-    async def _work(self) -> None:
-        while (key := await self.queue.get()) is not None:
+    async def _work(
+        self, queue: WorkQueue[Key], sync: Callable[[Key], Awaitable[None]], kind: str
+    ) -> None:
+        while (key := await queue.get()) is not None:
             try:
-                await self.sync(key)
+                await sync(key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.info("%s: syncing PodDisruptionBudget %s/%s failed (%s); requeuing",
-                         self.name, key[0], key[1], exc)  # fmt: skip
-                self.queue.add_rate_limited(key)
+                log.info("%s: syncing %s %s/%s failed (%s); requeuing",
+                         self.name, kind, key[0], key[1], exc)  # fmt: skip
+                queue.add_rate_limited(key)
             else:
-                self.queue.forget(key)
+                queue.forget(key)
             finally:
-                self.queue.done(key)
+                queue.done(key)

@@ -124,9 +124,10 @@ def should_enforce_resource_version(pod: Obj) -> bool:
     )
 
 
-def update_pod_condition(pod: Obj, condition: Obj) -> None:
+def update_pod_condition(pod: Obj, condition: Obj) -> bool:
     """podutil.UpdatePodCondition: the condition set, lastTransitionTime kept while its status
-    stays (PodCondition's field order; ``lastProbeTime`` is null, as Go writes a zero Time)."""
+    stays (PodCondition's field order; ``lastProbeTime`` is null, as Go writes a zero Time; an
+    empty reason or message left out). Returns whether anything changed."""
     status = pod.setdefault("status", {})
     conditions: list[Obj] = status.setdefault("conditions", [])
     generation = int(pod["metadata"].get("generation") or 0)
@@ -136,15 +137,21 @@ def update_pod_condition(pod: Obj, condition: Obj) -> None:
     new["status"] = condition["status"]
     new["lastProbeTime"] = None
     new["lastTransitionTime"] = now()
-    new["reason"] = condition["reason"]
-    new["message"] = condition["message"]
+    for field in ("reason", "message"):
+        if condition.get(field):
+            new[field] = condition[field]
     for index, old in enumerate(conditions):
         if old.get("type") == condition["type"]:
             if old.get("status") == new["status"]:
                 new["lastTransitionTime"] = old.get("lastTransitionTime")
+            changed = any(
+                old.get(f) != new.get(f)
+                for f in ("status", "reason", "message", "lastProbeTime", "lastTransitionTime")
+            )
             conditions[index] = new
-            return
+            return changed
     conditions.append(new)
+    return True
 
 
 def _decode_eviction(body: Obj) -> None:
