@@ -23,7 +23,7 @@ TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
 
 def make_pod(server: Server, name: str, labels: dict[str, str], *, ready: bool = True,
              phase: str = "Running", owner: dict[str, Any] | None = None,
-             node: str = "n1") -> Any:  # fmt: skip
+             node: str = "n1", volumes: list[Any] | None = None) -> Any:  # fmt: skip
     """A pod bound to ``node`` whose status a kubelet would have written."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
@@ -33,6 +33,8 @@ def make_pod(server: Server, name: str, labels: dict[str, str], *, ready: bool =
     }
     if owner is not None:
         body["metadata"]["ownerReferences"] = [owner]
+    if volumes:
+        body["spec"]["volumes"] = volumes
     code, pod = server.request("POST", PODS, body)
     assert code == 201, pod
     return set_status(server, name, ready=ready, phase=phase)
@@ -401,7 +403,8 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
         return {"apiVersion": "apps/v1", "kind": kind, "name": owner["metadata"]["name"],
                 "uid": owner["metadata"]["uid"], "controller": True}  # fmt: skip
 
-    make_pod(server, "web-1", {"app": "web"}, owner=ref(rs, "ReplicaSet"))
+    scratch = [{"name": "scratch", "emptyDir": {}}]
+    make_pod(server, "web-1", {"app": "web"}, owner=ref(rs, "ReplicaSet"), volumes=scratch)
     make_pod(server, "web-2", {"app": "web"}, owner=ref(rs, "ReplicaSet"))
     make_pod(server, "ds-1", {"app": "d"}, owner=ref(ds, "DaemonSet"))
     make_pod(server, "bare", {"app": "bare"})
@@ -417,6 +420,10 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
     assert (
         "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/ds-1"
         in refused.stderr
+    )
+    assert (
+        "cannot delete Pods with local storage (use --delete-emptydir-data to override): "
+        "default/web-1" in refused.stderr
     )
     drain = server.kubectl_background(
         "drain", "n1", "--ignore-daemonsets", "--delete-emptydir-data", "--force",
