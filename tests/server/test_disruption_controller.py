@@ -126,10 +126,11 @@ def replica_set(server: Server, name: str, replicas: int) -> Any:
 
 def owned_pod(server: Server, name: str, owner: Any, kind: str = "ReplicaSet") -> None:
     ref = {
-        "apiVersion": owner["apiVersion"], "kind": kind, "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"], "controller": True,
+        "apiVersion": owner.get("apiVersion") or "apps/v1", "kind": kind,
+        "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"], "controller": True,
     }  # fmt: skip
-    make_pod(server, name, {"app": owner["metadata"]["name"]}, owner=ref)
+    labels = owner["spec"]["template"]["metadata"]["labels"]
+    make_pod(server, name, labels, owner=ref)
 
 
 def test_percentages_count_the_controllers_scale(server: Server) -> None:
@@ -210,3 +211,44 @@ def test_a_stale_disruption_target_is_turned_false(server: Server) -> None:
     }
     assert found["lastTransitionTime"] > old
     assert target("kubelet")["status"] == "True"
+
+
+def test_a_deployments_replicas_count_for_its_replica_sets_pods(server: Server) -> None:
+    """kube's finders: a ReplicaSet a Deployment controls counts the Deployment's replicas; a
+    StatefulSet its own."""
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    apps = f"/apis/apps/v1/namespaces/{server.namespace}"
+    selector = {"matchLabels": {"app": "web"}}
+    code, deploy = server.request(
+        "POST", f"{apps}/deployments",
+        {"metadata": {"name": "d"},
+         "spec": {"replicas": 3, "selector": selector, "template": template}},
+    )  # fmt: skip
+    assert code == 201, deploy
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d",
+             "uid": deploy["metadata"]["uid"], "controller": True}  # fmt: skip
+    code, rs = server.request(
+        "POST", f"{apps}/replicasets",
+        {"metadata": {"name": "d-1", "ownerReferences": [owner]},
+         "spec": {"replicas": 7, "selector": selector, "template": template}},
+    )  # fmt: skip
+    assert code == 201, rs
+    code, sts = server.request(
+        "POST", f"{apps}/statefulsets",
+        {"metadata": {"name": "s"},
+         "spec": {"replicas": 2, "serviceName": "s", "selector": selector,
+                  "template": template}},
+    )  # fmt: skip
+    assert code == 201, sts
+    owned_pod(server, "d-1-a", rs)
+    owned_pod(server, "d-1-b", rs)
+    owned_pod(server, "s-0", {**sts, "apiVersion": "apps/v1"}, kind="StatefulSet")
+    server.request("POST", PDBS, pdb_body("pdb", {"maxUnavailable": "50%"}))
+    pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 3)
+    # expected 3 (the Deployment, not its ReplicaSet's 7) + 2; 50% of 5 rounds up to 3
+    assert counts(pdb) == {
+        "disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 5,
+    }  # fmt: skip
