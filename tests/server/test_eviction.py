@@ -4,6 +4,7 @@ kubelet runs here: the tests play it, binding pods to a node name and writing th
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from typing import Any, TypeVar
 
 import pytest
 from harness import Server
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 
 from kubelite.api.simulation.config import Simulation
 
@@ -469,3 +472,24 @@ def test_discovery_lists_pods_eviction(server: Server) -> None:
         "kind": "Eviction",
         "verbs": ["create"],
     }
+
+
+def test_the_python_client_evicts_and_reads_the_429(server: Server) -> None:
+    """The kubernetes client's ``create_namespaced_pod_eviction``, as operators call it."""
+    make_pod(server, "a", {"app": "web"})
+    budget(server, "pdb", {"minAvailable": 1}, healthy=1)
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(server.kubeconfig)))
+    body = client.V1Eviction(metadata=client.V1ObjectMeta(name="a", namespace=server.namespace))
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod_eviction("a", server.namespace, body)
+    assert refused.value.status == 429
+    assert json.loads(refused.value.body)["details"]["causes"] == [
+        {
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget pdb needs 1 healthy pods and has 1 currently",
+        }
+    ]
+    make_pod(server, "b", {"app": "web"})
+    observed(server, "pdb", lambda s: s["disruptionsAllowed"] == 1)
+    core.create_namespaced_pod_eviction("a", server.namespace, body)
+    assert server.request("GET", f"{PODS}/a")[0] == 404
