@@ -195,11 +195,15 @@ def test_an_evicted_pod_held_by_a_finalizer_counts_no_more(server: Server) -> No
     budget(server, "pdb", {"minAvailable": 1}, healthy=3)
     code, pod = server.request("GET", f"{PODS}/a")
     pod["metadata"]["finalizers"] = ["example.com/hold"]
-    assert server.request("PUT", f"{PODS}/a", pod)[0] == 200
+    code, held = server.request("PUT", f"{PODS}/a", pod)
+    assert code == 200
     assert evict(server, "a") == (201, SUCCESS)
     code, pod = server.request("GET", f"{PODS}/a")
     assert code == 200
     assert pod["metadata"]["deletionTimestamp"]
+    assert "DisruptionTarget" in [c["type"] for c in pod["status"]["conditions"]]
+    # written by the registry, as kube's eviction writes it: in nobody's managedFields
+    assert pod["metadata"]["managedFields"] == held["metadata"]["managedFields"]
     pdb = observed(server, "pdb", lambda s: s["currentHealthy"] == 2 and "disruptedPods" not in s)
     assert pdb["status"]["disruptionsAllowed"] == 1
     code, pod = server.request("GET", f"{PODS}/a")

@@ -366,10 +366,12 @@ class EvictionREST:
                 meta.pop("resourceVersion", None)
 
             update = updates.mutation(self.pods.info, name, change)
+            # kube updates through the store, below the handlers' field manager: the condition
+            # is recorded in no managedFields entry (``apply`` is what skips the tracking here)
+            untracked = WriteOptions(field_manager=opts.field_manager, apply=True)
             written, _ = await self.pods.update(
-                ctx, name, update, WriteOptions(field_manager=opts.field_manager),
-                strategy=self._status_strategy, subresource="status",
-            )  # fmt: skip
+                ctx, name, update, untracked, strategy=self._status_strategy, subresource="status"
+            )
             if options.precondition_resource_version:
                 options = options._replace(
                     precondition_resource_version=str(written["metadata"]["resourceVersion"])
