@@ -252,3 +252,28 @@ def test_a_deployments_replicas_count_for_its_replica_sets_pods(server: Server) 
     assert counts(pdb) == {
         "disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 5,
     }  # fmt: skip
+
+
+def test_unmanaged_pods_under_a_percentage_or_max_unavailable(server: Server) -> None:
+    make_pod(server, "bare", {"app": "web"})
+    server.request("POST", PDBS, pdb_body("pdb", {"maxUnavailable": 1}))
+    pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 1)
+    # no controller: nothing expected, so nothing may be disrupted
+    assert counts(pdb) == {
+        "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 0, "expectedPods": 0,
+    }  # fmt: skip
+
+    def event() -> Any:
+        _, listed = server.request("GET", EVENTS)
+        hits = [e for e in listed["items"] if e["reason"] == "UnmanagedPods"]
+        return hits[0] if hits else None
+
+    found = wait_for(event)
+    assert found["type"] == "Warning"
+    assert found["message"] == (
+        "Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:"
+        "map[string]string{app: web,},MatchExpressions:[]LabelSelectorRequirement{},}) were "
+        "found to be unmanaged. As a result, the status of the PDB cannot be calculated "
+        "correctly, which may result in undefined behavior. To account for these pods please "
+        'set ".spec.minAvailable" field of the PDB to an integer value.'
+    )
