@@ -277,3 +277,34 @@ def test_unmanaged_pods_under_a_percentage_or_max_unavailable(server: Server) ->
         "correctly, which may result in undefined behavior. To account for these pods please "
         'set ".spec.minAvailable" field of the PDB to an integer value.'
     )
+
+
+def test_disrupted_pods_expire_after_two_minutes(server: Server) -> None:
+    """An eviction's entry keeps a pod out of currentHealthy until the pod goes, or for 2
+    minutes; an expired one is dropped with the Warning NotDeleted on the pod."""
+    for name in ("a", "b", "c"):
+        make_pod(server, name, {"app": "web"})
+    server.request("POST", PDBS, pdb_body("pdb", {"minAvailable": 1}))
+    pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 3)
+    old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 121))
+    recent = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    pdb["status"]["disruptedPods"] = {"a": old, "b": recent}
+    code, pdb = server.request("PUT", f"{PDBS}/pdb/status", pdb)
+    assert code == 200, pdb
+    pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 2)
+    assert pdb["status"]["disruptedPods"] == {"b": recent}
+    assert counts(pdb) == {
+        "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 3,
+    }  # fmt: skip
+
+    def event() -> Any:
+        _, listed = server.request("GET", EVENTS)
+        hits = [e for e in listed["items"] if e["reason"] == "NotDeleted"]
+        return hits[0] if hits else None
+
+    found = wait_for(event)
+    assert found["involvedObject"]["name"] == "a"
+    namespace = server.namespace
+    assert found["message"] == (
+        f"Pod was expected by PDB {namespace}/{namespace} to be deleted but it wasn't"
+    )
