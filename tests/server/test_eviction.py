@@ -297,7 +297,7 @@ def test_the_name_in_the_body_and_its_kind(server: Server) -> None:
 
 
 @pytest.mark.fresh_server  # a ValidatingAdmissionPolicy (cluster-wide) keeps the budget unobserved
-def test_a_budget_not_yet_observed_is_still_being_processed(server: Server) -> None:
+def test_a_budget_not_yet_observed_and_admission_of_evictions(server: Server) -> None:
     admission = "/apis/admissionregistration.k8s.io/v1"
     policy = {
         "metadata": {"name": "freeze"},
@@ -348,6 +348,43 @@ def test_a_budget_not_yet_observed_is_still_being_processed(server: Server) -> N
             "code": 429,
         },
     )
+    # admission sees a create of pods/eviction, the Eviction as its object
+    guard = {
+        "metadata": {"name": "no-evict"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods/eviction"],
+                    }
+                ]
+            },
+            "validations": [
+                {"expression": "object.kind == 'Eviction' && object.metadata.name != 'guarded'"}
+            ],
+        },
+    }
+    code, got = server.request("POST", f"{admission}/validatingadmissionpolicies", guard)
+    assert code == 201, got
+    bound = {"metadata": {"name": "no-evict"},
+             "spec": {"policyName": "no-evict", "validationActions": ["Deny"]}}  # fmt: skip
+    code, got = server.request("POST", f"{admission}/validatingadmissionpolicybindings", bound)
+    assert code == 201, got
+    make_pod(server, "guarded", {"app": "other"})
+    code, body = evict(server, "guarded")
+    assert (code, body["message"]) == (
+        422,  # a failed expression without a reason is Invalid, as kube answers it
+        "pods \"guarded\" is forbidden: ValidatingAdmissionPolicy 'no-evict' with binding "
+        "'no-evict' denied request: failed expression: object.kind == 'Eviction' && "
+        "object.metadata.name != 'guarded'",
+    )
+    assert server.request("GET", f"{PODS}/guarded")[0] == 200
+    make_pod(server, "free", {"app": "other"})
+    assert evict(server, "free") == (201, SUCCESS)
 
 
 def test_rbac_needs_create_on_pods_eviction(server: Server) -> None:

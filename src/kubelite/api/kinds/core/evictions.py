@@ -210,23 +210,24 @@ class EvictionREST:
         meta = body.get("metadata")
         if not isinstance(meta, dict):
             meta = {}
-        if meta.get("name") != name:
-            raise errors.bad_request("name in URL does not match name in Eviction object")
         if meta.get("namespace") and ctx.namespace and meta["namespace"] != ctx.namespace:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the "
                 "request"
             )
-        sent = propagate_dry_run(body, opts.dry_run)
-        original = deletion.options_from(sent, {}, False)
+        # kube's create handler: mutating admission, then the storage's checks, then
+        # validating admission (its createValidation)
         attrs = Attributes(
             CREATE, self.pods.info, ctx.namespace, name, body, None, ctx.user, "eviction",
-            original.dry_run, ctx.request, opts.warnings, ctx.audit_annotations,
-            opts.field_manager,
+            opts.dry_run, ctx.request, opts.warnings, ctx.audit_annotations, opts.field_manager,
         )  # fmt: skip
         admission = self.pods.backing.admission
         if admission.mutating:
             await admission.admit(attrs)
+        if (body.get("metadata") or {}).get("name") != name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        sent = propagate_dry_run(body, opts.dry_run)
+        original = deletion.options_from(sent, {}, False)
         if admission.validating:
             await admission.validate(attrs)
 
