@@ -102,24 +102,32 @@ def _time(text: Any) -> float:
 
 
 class _Listers(StoreFollower):
-    """Every followed object by plural and (namespace, name)."""
+    """Every followed object by plural and (namespace, name); pods also by namespace (a
+    budget's sync reads its namespace's pods)."""
 
     def __init__(self, owner: DisruptionController) -> None:
         super().__init__(owner.registry, owner.infos, name=owner.name)
         self.owner = owner
         self.objects: dict[str, dict[Key, Obj]] = {plural: {} for plural in owner.infos}
+        self.pods: dict[str, dict[str, Obj]] = {}
 
     def replace(self, plural: str, objects: list[Obj]) -> None:
         self.objects[plural] = {_key(o): o for o in objects}
+        if plural == PODS:
+            self.pods = {}
+            for (namespace, name), pod in self.objects[PODS].items():
+                self.pods.setdefault(namespace, {})[name] = pod
         if plural == PDBS:
             for key in self.objects[PDBS]:
                 self.owner.queue.add(key)
 
     def put(self, plural: str, obj: Obj) -> None:
-        self.objects[plural][_key(obj)] = obj
+        key = _key(obj)
+        self.objects[plural][key] = obj
         if plural == PDBS:
-            self.owner.queue.add(_key(obj))
+            self.owner.queue.add(key)
         elif plural == PODS:
+            self.pods.setdefault(key[0], {})[key[1]] = obj
             self.owner.pod_changed(obj)
 
     def remove(self, plural: str, namespace: str, name: str) -> None:
@@ -127,6 +135,10 @@ class _Listers(StoreFollower):
         if plural == PDBS:
             self.owner.queue.add((namespace, name))
         elif plural == PODS and gone is not None:
+            held = self.pods.get(namespace, {})
+            held.pop(name, None)
+            if not held:
+                self.pods.pop(namespace, None)
             self.owner.pod_changed(gone, record=False)
 
     def holds(self, plural: str, namespace: str, name: str) -> bool:
@@ -195,7 +207,7 @@ class DisruptionController:
         if not labels:
             return None
         found = []
-        for (ns, name), pdb in sorted(self.listers.objects[PDBS].items()):
+        for (ns, name), pdb in self.listers.objects[PDBS].items():
             if ns != namespace:
                 continue
             try:
@@ -207,6 +219,7 @@ class DisruptionController:
             found.append(name)
         if not found:
             return None
+        found.sort()
         if len(found) > 1 and record:
             message = (
                 f'Pod "{namespace}"/"{pod["metadata"]["name"]}" matches multiple '
@@ -295,10 +308,11 @@ class DisruptionController:
         selector = _selector(pdb)
         if selector is None:
             return []
+        held = self.listers.pods.get(namespace, {})
         return [
-            pod
-            for (ns, _), pod in sorted(self.listers.objects[PODS].items())
-            if ns == namespace and selector.matches(pod["metadata"].get("labels") or {})
+            held[name]
+            for name in sorted(held)
+            if selector.matches(held[name]["metadata"].get("labels") or {})
         ]
 
     async def try_sync(self, pdb: Obj) -> None:
