@@ -236,6 +236,20 @@ def test_two_budgets_are_a_500(server: Server) -> None:
         },
     )
     assert server.request("GET", f"{PODS}/a")[0] == 200
+    # the disruption controller, seeing the pod change, names the budget it chose
+    set_status(server, "a", ready=False)
+
+    def event() -> Any:
+        _, listed = server.request("GET", "/api/v1/namespaces/{ns}/events")
+        hits = [e for e in listed["items"] if e["reason"] == "MultiplePodDisruptionBudgets"]
+        return hits[0] if hits else None
+
+    found = wait_for(event)
+    assert (found["type"], found["involvedObject"]["name"]) == ("Warning", "a")
+    assert found["message"] == (
+        f'Pod "{server.namespace}"/"a" matches multiple PodDisruptionBudgets.  Chose "one" '
+        "arbitrarily."
+    )
 
 
 @pytest.mark.parametrize(
