@@ -177,13 +177,14 @@ def test_pod_subresources_known_but_only_those_kubelite_serves_served(
     catalogue: Catalogue,
 ) -> None:
     pods = info(catalogue, "", "v1", "pods")
-    assert pods.subresources == ("binding", "ephemeralcontainers", "status")
+    assert pods.subresources == ("binding", "ephemeralcontainers", "eviction", "status")
     log = pods.subresource("log")
     assert log is not None
     assert not log.served
     eviction = pods.subresource("eviction")
     assert eviction is not None
-    assert (eviction.group, eviction.kind) == ("policy", "Eviction")
+    assert (eviction.group, eviction.version, eviction.kind) == ("policy", "v1", "Eviction")
+    assert eviction.served
     assert pods.categories == ("all",)
     assert pods.short_names == ("po",)
 

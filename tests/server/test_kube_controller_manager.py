@@ -152,6 +152,7 @@ def test_the_server_holds_the_controller_manager_lease_and_reports_its_queues(
         "clusterrole-aggregation-controller",
         "validatingadmissionpolicy-status-controller",
         "serviceaccount-controller",
+        "disruption-controller",
         "root-ca-certificate-publisher-controller",
     ):
         assert any(line.startswith(f'workqueue_depth{{name="{name}"}} ') for line in metrics)

@@ -30,6 +30,7 @@ from kubelite.api.auth.rbacindex import PolicyFollower, PolicyIndex, RBACAuthori
 from kubelite.api.catalogue import Catalogue, load_builtin_catalogue
 from kubelite.api.controllers.apiserverendpoints import KubernetesEndpoints
 from kubelite.api.controllers.crd import CRDController
+from kubelite.api.controllers.disruption import DisruptionController
 from kubelite.api.controllers.endpoints import EndpointsController
 from kubelite.api.controllers.endpointslices import EndpointSliceController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
@@ -377,6 +378,7 @@ def controller_manager(
             startup_grace_period=timings.startup_grace,
         ),
     )
+    manager.add("disruption-controller", DisruptionController(registry, catalogue))
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",

@@ -1,6 +1,6 @@
 """Pods (kube's pkg/registry/core/pod): the strategy, and the storages of pods and of their
-``binding`` and ``ephemeralcontainers`` subresources. Defaults and validation are the core
-group's (pkg/apis/core/v1/defaults.go, pkg/apis/core/validation)."""
+``binding``, ``eviction`` and ``ephemeralcontainers`` subresources. Defaults and validation are
+the core group's (pkg/apis/core/v1/defaults.go, pkg/apis/core/validation)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.core.bindings import BindingREST
+from kubelite.api.kinds.core.evictions import EvictionREST
 from kubelite.api.kinds.core.poddefaults import default_pod
 from kubelite.api.kinds.core.validation import podephemeral, pods
 from kubelite.api.kinds.core.validation.podupdate import validate_pod_update
@@ -110,6 +111,10 @@ def pod_storages(
     found: Storages = {"": store, **generic_subresources(store)}
     if "binding" in info.subresources:
         found["binding"] = BindingREST(store, info)
+    if "eviction" in info.subresources:
+        pdbs = wiring.catalogue.require("policy", "v1", "poddisruptionbudgets")
+        pdb_store = GenericStore(pdbs, wiring.strategy("policy", "poddisruptionbudgets"), backing)
+        found["eviction"] = EvictionREST(store, info, pdb_store)
     if "ephemeralcontainers" in info.subresources:
         ephemeral = EphemeralContainersStrategy(strategy)
         found["ephemeralcontainers"] = ReadThrough(store, ephemeral, "ephemeralcontainers")
