@@ -1,0 +1,161 @@
+"""One scheduling cycle's algorithm (pkg/scheduler/schedule_one.go ``schedulePod``,
+``findNodesThatFitPod``, ``prioritizeNodes``): the node a pod goes to, or the message of why it
+cannot go anywhere, worded as ``FitError.Error`` (pkg/scheduler/framework/types.go) with the
+PostFilter part the default profile prints:
+
+- ``0/<N> nodes are available:``, then the PreFilter message and ``.`` when a PreFilter refused
+  the pod, else the sorted ``"<count> <reason>"`` list joined by ``, `` and ``.`` (a node counts
+  once for each reason of its first failing filter; nodes a PreFilter left out count under
+  ``node(s) didn't satisfy plugin(s) [NodeAffinity]``);
+- then `` `` and the PostFilter message: DynamicResources' ``no new claims to deallocate`` (the
+  pod claims no devices), ``, `` and DefaultPreemption's ``preemption: ...``
+  (pkg/scheduler/framework/preemption/preemption.go ``Preempt``): ``not eligible due to
+  preemptionPolicy=Never.``, or a FitError of its own over the nodes where removing pods could
+  help (Unschedulable, not UnschedulableAndUnresolvable), each ``No preemption victims found for
+  incoming pod`` when no pod there has a lower priority, or the filters' reasons when removing
+  every lower-priority pod would still not make room; the other nodes count as ``Preemption is
+  not helpful for scheduling``.
+
+Preemption itself (evicting lower-priority pods so that the pod fits) is not done: a node where
+it would help counts as one with no victims.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubelite.api.kinds.validation.fields import as_dict
+from kubelite.api.simulation.podaffinity import pod_affinity_state
+from kubelite.api.simulation.schedulerfilters import (
+    REASON_AFFINITY_CONFLICT,
+    UNRESOLVABLE,
+    UNSCHEDULABLE,
+    NodeInfo,
+    Status,
+    node_names_wanted,
+    pod_requests,
+    priority,
+    run_filters,
+    scores,
+)
+
+Obj = dict[str, Any]
+
+NO_NODES = "no nodes available to schedule pods"
+NO_CLAIMS = "no new claims to deallocate"
+NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why no node fits: each filtered node's status, the status of nodes never filtered."""
+
+    statuses: dict[str, Status] = field(default_factory=dict)
+    absent: Status | None = None
+    prefilter: str = ""
+
+
+def fit_error(nodes: int, diagnosis: Diagnosis, postfilter: str = "") -> str:
+    """``FitError.Error``."""
+    message = f"0/{nodes} nodes are available:"
+    if diagnosis.prefilter:
+        message += f" {diagnosis.prefilter}."
+    else:
+        counts: dict[str, int] = {}
+        for status in diagnosis.statuses.values():
+            for reason in status.reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+        missing = nodes - len(diagnosis.statuses)
+        if missing > 0 and diagnosis.absent is not None:
+            for reason in diagnosis.absent.reasons:
+                counts[reason] = counts.get(reason, 0) + missing
+        listed = sorted(f"{count} {reason}" for reason, count in counts.items())
+        if listed:
+            message += f" {', '.join(listed)}."
+    if postfilter:
+        message += f" {postfilter}"
+    return message
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A cycle's result: the node chosen, or the failure message."""
+
+    node: str | None = None
+    message: str = ""
+
+
+def schedule(pod: Obj, infos: list[NodeInfo], namespaces: dict[str, dict[str, str]]) -> Outcome:
+    """Pick the node for ``pod`` among ``infos`` (every node, with the pods on it)."""
+    if not infos:
+        return Outcome(message=NO_NODES)
+    diagnosis = Diagnosis()
+    feasible = _feasible(pod, infos, namespaces, diagnosis)
+    if not feasible:
+        postfilter = f"{NO_CLAIMS}, preemption: {_preemption(pod, infos, namespaces, diagnosis)}"
+        return Outcome(message=fit_error(len(infos), diagnosis, postfilter))
+    if len(feasible) == 1:
+        return Outcome(node=feasible[0].name)
+    totals = scores(pod, feasible)
+    best = max(totals.values())
+    return Outcome(node=random.choice([name for name, total in totals.items() if total == best]))
+
+
+def _feasible(
+    pod: Obj,
+    infos: list[NodeInfo],
+    namespaces: dict[str, dict[str, str]],
+    diagnosis: Diagnosis,
+) -> list[NodeInfo]:
+    names, conflict = node_names_wanted(pod)
+    if conflict:
+        diagnosis.prefilter = REASON_AFFINITY_CONFLICT
+        diagnosis.absent = Status(UNRESOLVABLE, (REASON_AFFINITY_CONFLICT,))
+        return []
+    candidates = infos
+    if names is not None:
+        candidates = [i for i in infos if i.name in names]
+        diagnosis.absent = Status(
+            UNRESOLVABLE, ("node(s) didn't satisfy plugin(s) [NodeAffinity]",)
+        )
+    requests = pod_requests(pod)
+    affinity = pod_affinity_state(pod, infos, namespaces)
+    feasible = []
+    for info in candidates:
+        status = run_filters(pod, info, requests, affinity)
+        if status is None:
+            feasible.append(info)
+        else:
+            diagnosis.statuses[info.name] = status
+    return feasible
+
+
+def _preemption(
+    pod: Obj, infos: list[NodeInfo], namespaces: dict[str, dict[str, str]], diagnosis: Diagnosis
+) -> str:
+    """DefaultPreemption's PostFilter message when no preemption is possible."""
+    if as_dict(pod.get("spec")).get("preemptionPolicy") == "Never":
+        return NOT_ELIGIBLE
+    by_name = {i.name: i for i in infos}
+    potential = [n for n, s in diagnosis.statuses.items() if s.code == UNSCHEDULABLE]
+    if diagnosis.absent is not None and diagnosis.absent.code == UNSCHEDULABLE:
+        potential += [n for n in by_name if n not in diagnosis.statuses]
+    own = priority(pod)
+    requests = pod_requests(pod)
+    dry_run = Diagnosis(absent=Status(UNRESOLVABLE, (NOT_HELPFUL,)))
+    for name in potential:
+        info = by_name[name]
+        victims = [p for p in info.pods if priority(p) < own]
+        if not victims:
+            dry_run.statuses[name] = Status(UNRESOLVABLE, (NO_VICTIMS,))
+            continue
+        emptied = info.without(victims)
+        others = [emptied if i.name == name else i for i in infos]
+        affinity = pod_affinity_state(pod, others, namespaces)
+        status = run_filters(pod, emptied, requests, affinity)
+        dry_run.statuses[name] = status or Status(UNRESOLVABLE, (NO_VICTIMS,))
+    return fit_error(len(infos), dry_run)

@@ -1,0 +1,288 @@
+"""The scheduler (default-scheduler) over HTTP: pods bound to Nodes through pods/binding, the
+filters choosing and excluding nodes, the FailedScheduling texts, retries on cluster events.
+
+Each test has a server of its own (Nodes are cluster-scoped) and creates plain Nodes, not
+simulated ones: nothing runs the pods, so what the tests see is the scheduler's alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from harness import Server
+
+from kubelite.api.simulation.config import Simulation
+
+Obj = dict[str, Any]
+OWN = pytest.mark.fresh_server(simulation=Simulation(nodes=0))
+PODS = "/api/v1/namespaces/{ns}/pods"
+MERGE = "application/merge-patch+json"
+
+
+def node(server: Server, name: str, *, labels: Obj | None = None, spec: Obj | None = None,
+         cpu: str = "4", memory: str = "8Gi", pods: str = "110") -> None:  # fmt: skip
+    """A Ready Node with that allocatable, its status written through nodes/status."""
+    labels = {"kubernetes.io/hostname": name, **(labels or {})}
+    body = {"metadata": {"name": name, "labels": labels}, "spec": spec or {}}
+    code, created = server.request("POST", "/api/v1/nodes", body)
+    assert code == 201, created
+    resources = {"cpu": cpu, "memory": memory, "pods": pods}
+    created["status"] = {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status"}],
+    }  # fmt: skip
+    code, answer = server.request("PUT", f"/api/v1/nodes/{name}/status", created)
+    assert code == 200, answer
+
+
+def pod(server: Server, name: str, spec: Obj | None = None, *, labels: Obj | None = None,
+        cpu: str | None = None) -> None:  # fmt: skip
+    container: Obj = {"name": "c", "image": "busybox"}
+    if cpu:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    body = {"metadata": {"name": name, "labels": labels or {}},
+            "spec": {"containers": [container], **(spec or {})}}  # fmt: skip
+    code, answer = server.request("POST", PODS, body)
+    assert code == 201, answer
+
+
+def get(server: Server, name: str) -> Obj:
+    code, body = server.request("GET", f"{PODS}/{name}")
+    assert code == 200, body
+    return body
+
+
+def wait(check: Callable[[], Any], seconds: float = 20.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def bound(server: Server, name: str) -> str:
+    return str(wait(lambda: get(server, name)["spec"].get("nodeName")))
+
+
+def condition(pod: Obj) -> Obj | None:
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c["type"] == "PodScheduled":
+            return dict(c)
+    return None
+
+
+def unschedulable(server: Server, name: str) -> Obj:
+    def found() -> Obj | None:
+        c = condition(get(server, name))
+        return c if c and c.get("reason") == "Unschedulable" else None
+
+    return dict(wait(found))
+
+
+def events(server: Server, name: str, reason: str) -> list[Obj]:
+    _, listing = server.request(
+        "GET", f"/api/v1/namespaces/{{ns}}/events?fieldSelector=involvedObject.name={name}"
+    )
+    return [e for e in listing["items"] if e["reason"] == reason]
+
+
+@OWN
+def test_a_pod_is_bound_with_the_scheduled_event(server: Server) -> None:
+    node(server, "n1")
+    pod(server, "p")
+    assert bound(server, "p") == "n1"
+    scheduled = condition(get(server, "p"))
+    assert scheduled is not None
+    assert scheduled["status"] == "True"
+    assert "reason" not in scheduled
+    assert "message" not in scheduled
+    [event] = wait(lambda: events(server, "p", "Scheduled"))
+    assert event["type"] == "Normal"
+    assert event["message"] == f"Successfully assigned {server.namespace}/p to n1"
+    assert event["reportingComponent"] == "default-scheduler"
+    assert event["action"] == "Binding"
+    assert event["involvedObject"]["name"] == "p"
+
+
+@OWN
+def test_constraints_choose_the_node(server: Server) -> None:
+    node(server, "plain")
+    node(server, "ssd", labels={"disk": "ssd", "zone": "a"})
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    node(server, "tainted", labels={"disk": "ssd"}, spec={"taints": [taint]})
+    node(server, "cordoned", labels={"disk": "ssd"}, spec={"unschedulable": True})
+    pod(server, "selector", {"nodeSelector": {"disk": "ssd"}})
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}}  # fmt: skip
+    pod(server, "affinity", {"affinity": affinity})
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    no_zone = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "zone", "operator": "DoesNotExist"}]}]}}}  # fmt: skip
+    pod(server, "tolerant", {"nodeSelector": {"disk": "ssd"}, "tolerations": [toleration],
+                             "affinity": no_zone})  # fmt: skip
+    everything = {"operator": "Exists"}
+    pod(server, "cordon-tolerant", {"nodeSelector": {"disk": "ssd"}, "tolerations": [everything],
+                                    "affinity": {"nodeAffinity": {
+                                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                                            "nodeSelectorTerms": [{"matchFields": [
+                                                {"key": "metadata.name", "operator": "In",
+                                                 "values": ["cordoned"]}]}]}}}})  # fmt: skip
+    assert bound(server, "selector") == "ssd"
+    assert bound(server, "affinity") == "ssd"
+    assert bound(server, "tolerant") == "tainted"
+    assert bound(server, "cordon-tolerant") == "cordoned"
+
+
+@OWN
+def test_host_ports_and_anti_affinity_spread_pods(server: Server) -> None:
+    node(server, "a")
+    node(server, "b")
+    port = {"containerPort": 80, "hostPort": 8080}
+    ports = {"containers": [{"name": "c", "image": "i", "ports": [port]}]}
+    pod(server, "web-1", ports)
+    pod(server, "web-2", ports)
+    assert {bound(server, "web-1"), bound(server, "web-2")} == {"a", "b"}
+    pod(server, "web-3", ports)
+    message = unschedulable(server, "web-3")["message"]
+    assert message == (
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption "
+        "victims found for incoming pod."
+    )
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}},
+         "topologyKey": "kubernetes.io/hostname"}]}}  # fmt: skip
+    pod(server, "db-1", {"affinity": anti}, labels={"app": "db"})
+    pod(server, "db-2", {"affinity": anti}, labels={"app": "db"})
+    assert {bound(server, "db-1"), bound(server, "db-2")} == {"a", "b"}
+    pod(server, "db-3", {"affinity": anti}, labels={"app": "db"})
+    assert unschedulable(server, "db-3")["message"].startswith(
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    )
+    pod(server, "follower", labels={"app": "db"})  # the db pods' own anti-affinity repels it
+    assert unschedulable(server, "follower")["message"].startswith(
+        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules."
+    )
+
+
+@OWN
+def test_the_failure_message_and_the_retry_when_a_node_fits(server: Server) -> None:
+    node(server, "tainted", spec={"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]})
+    node(server, "small-1", cpu="1")
+    node(server, "small-2", cpu="1")
+    pod(server, "big", cpu="2")
+    scheduled = unschedulable(server, "big")
+    text = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not "
+        "helpful for scheduling, 2 No preemption victims found for incoming pod."
+    )
+    assert scheduled == {
+        "type": "PodScheduled",
+        "observedGeneration": 1,
+        "status": "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": scheduled["lastTransitionTime"],
+        "reason": "Unschedulable",
+        "message": text,
+    }
+    [event] = wait(lambda: events(server, "big", "FailedScheduling"))
+    assert (event["type"], event["message"], event["action"]) == ("Warning", text, "Scheduling")
+    assert event["reportingComponent"] == "default-scheduler"
+    node(server, "large", cpu="4")
+    assert bound(server, "big") == "large"
+
+
+@OWN
+def test_a_label_change_makes_a_pod_schedulable(server: Server) -> None:
+    node(server, "n1")
+    pod(server, "p", {"nodeSelector": {"role": "db"}})
+    text = unschedulable(server, "p")["message"]
+    assert text == (
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+        "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not "
+        "helpful for scheduling."
+    )
+    patch = {"metadata": {"labels": {"role": "db"}}}
+    assert server.request("PATCH", "/api/v1/nodes/n1", patch, MERGE)[0] == 200
+    assert bound(server, "p") == "n1"
+
+
+@OWN
+def test_no_nodes_and_preemption_policy_never(server: Server) -> None:
+    pod(server, "p")
+    assert unschedulable(server, "p")["message"] == "no nodes available to schedule pods"
+    [event] = wait(lambda: events(server, "p", "FailedScheduling"))
+    assert event["message"] == "no nodes available to schedule pods"
+    node(server, "n1", cpu="1")
+    never = {"metadata": {"name": "no-preempting"}, "value": 10, "preemptionPolicy": "Never"}
+    code, answer = server.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", never)
+    assert code == 201, answer
+    pod(server, "never", {"priorityClassName": "no-preempting"}, cpu="2")
+    assert unschedulable(server, "never")["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: "
+        "not eligible due to preemptionPolicy=Never."
+    )
+    assert bound(server, "p") == "n1"
+
+
+@OWN
+def test_scheduling_gates_hold_a_pod(server: Server) -> None:
+    node(server, "n1")
+    pod(server, "gated", {"schedulingGates": [{"name": "example.com/wait"}]})
+    time.sleep(0.5)
+    held = get(server, "gated")
+    assert "nodeName" not in held["spec"]
+    gated = condition(held)
+    assert gated is not None
+    assert (gated["status"], gated["reason"], gated["message"]) == (
+        "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"
+    )  # fmt: skip
+    patch = {"spec": {"schedulingGates": None}}
+    assert server.request("PATCH", f"{PODS}/gated", patch, MERGE)[0] == 200
+    assert bound(server, "gated") == "n1"
+
+
+@OWN
+def test_a_burst_of_pods_never_overcommits_a_node(server: Server) -> None:
+    node(server, "few", pods="3")
+    node(server, "cpu", cpu="2", pods="110", labels={"kind": "cpu"})
+    for i in range(5):
+        pod(server, f"p{i}", {"nodeSelector": {"kubernetes.io/hostname": "few"}})
+    for i in range(5):
+        pod(server, f"c{i}", {"nodeSelector": {"kind": "cpu"}}, cpu="500m")
+    names = [f"{kind}{i}" for kind in "pc" for i in range(5)]
+
+    def settled() -> dict[str, str] | None:
+        found = {}
+        for name in names:
+            p = get(server, name)
+            c = condition(p) or {}
+            found[name] = p["spec"].get("nodeName") or c.get("message", "")
+        return found if all(found.values()) else None
+
+    outcome = wait(settled)
+    placed = {k: [n for n in names if n[0] == k and outcome[n] in ("few", "cpu")] for k in "pc"}
+    assert (len(placed["p"]), len(placed["c"])) == (3, 4)
+    [waiting_p] = [n for n in names if n[0] == "p" and n not in placed["p"]][:1]
+    [waiting_c] = [n for n in names if n[0] == "c" and n not in placed["c"]]
+    assert outcome[waiting_p].startswith(
+        "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node "
+        "affinity/selector."
+    )
+    assert outcome[waiting_c].startswith(
+        "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node "
+        "affinity/selector."
+    )
+    code, _ = server.request("DELETE", f"{PODS}/{placed['c'][0]}?gracePeriodSeconds=0")
+    assert code == 200
+    assert bound(server, waiting_c) == "cpu"
