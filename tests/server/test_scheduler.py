@@ -286,3 +286,34 @@ def test_a_burst_of_pods_never_overcommits_a_node(server: Server) -> None:
     code, _ = server.request("DELETE", f"{PODS}/{placed['c'][0]}?gracePeriodSeconds=0")
     assert code == 200
     assert bound(server, waiting_c) == "cpu"
+
+
+@OWN
+def test_topology_spread_constraints(server: Server) -> None:
+    node(server, "a1", labels={"zone": "a"})
+    node(server, "b1", labels={"zone": "b"})
+    node(server, "unzoned")
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "s"}},
+                "nodeAffinityPolicy": "Ignore",  # zone b counts though the selector excludes it
+            }
+        ],
+        "nodeSelector": {"kubernetes.io/hostname": "a1"},
+    }
+    pod(server, "s1", spread, labels={"app": "s"})
+    assert bound(server, "s1") == "a1"
+    pod(server, "s2", spread, labels={"app": "s"})  # zone a would hold 2, zone b none
+    assert unschedulable(server, "s2")["message"] == (
+        "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, "
+        "2 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
+    )
+    free = {**spread, "nodeSelector": {}}
+    pod(server, "s3", free, labels={"app": "s"})
+    assert bound(server, "s3") == "b1"  # the unzoned node lacks the key, a1 would skew

@@ -17,9 +17,10 @@ pods waiting for a node are placed on one, one pod at a time.
   status stays ``False``).
 - **Retry** (the scheduling queue, simplified queueing hints): an unschedulable pod waits until
   a Node is added or changes (labels, taints, allocatable, conditions, ``unschedulable``), an
-  assigned pod goes away, leaves its node or ends, a pod with pod affinity waits for a pod that
-  was bound, or the pod itself changes; then after its back-off (1 s doubling to 10 s per
-  attempt); and at the latest after 5 minutes (``podMaxInUnschedulablePodsDuration``).
+  assigned pod goes away, leaves its node or ends, a pod with pod affinity or spread constraints
+  waits for a pod that was bound, or the pod itself changes; then after its back-off (1 s
+  doubling to 10 s per attempt); and at the latest after 5 minutes
+  (``podMaxInUnschedulablePodsDuration``).
 
 Events are recorded as ``default-scheduler`` (series style, as ``tools/events`` records them);
 writes are recorded under the field manager ``kube-scheduler`` (client-go's default, the
@@ -333,7 +334,8 @@ class Scheduler:
     def _wants_pods(self, key: str) -> bool:
         pod = self.listers.pods.get(key)
         affinity = as_dict(as_dict(pod.get("spec")).get("affinity")) if pod else {}
-        return bool(affinity.get("podAffinity"))
+        spread = as_list(as_dict(pod.get("spec")).get("topologySpreadConstraints")) if pod else []
+        return bool(affinity.get("podAffinity")) or bool(spread)
 
     def pod_removed(self, key: str, old: Obj) -> None:
         self.assumed.pop(old["metadata"].get("uid", ""), None)

@@ -17,12 +17,13 @@ reasons all count; ``framework/runtime`` RunFilterPlugins):
 - NodeResourcesFit (noderesources/fit.go): the pod count and each requested resource against
   ``status.allocatable``, counting the node's non-terminal pods and the pods the scheduler
   assumed there;
-- InterPodAffinity (interpodaffinity/filtering.go): required pod affinity and anti-affinity by
+- PodTopologySpread (:mod:`.topologyspread`): the DoNotSchedule spread constraints;
+- InterPodAffinity (:mod:`.podaffinity`): required pod affinity and anti-affinity by
   topology key, and existing pods' required anti-affinity.
 
-The volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone), the
-DynamicResources filter and PodTopologySpread are not run: kubelite's simulated cluster has no
-volumes to place nor devices, and spread constraints are not enforced.
+The volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) and the
+DynamicResources filter are not run: kubelite's simulated cluster has no volumes to place nor
+devices.
 
 Scores (summed by kube's weights, highest wins, ties broken at random): NodeResourcesFit's
 LeastAllocated on cpu and memory (weight 1; pods without requests count 100m and 200Mi),
@@ -39,6 +40,7 @@ from typing import Any
 from kubelite.api.encoding import quantity
 from kubelite.api.kinds.validation.fields import as_dict, as_list, as_str
 from kubelite.api.simulation.podaffinity import PodAffinityState, pod_affinity_filter
+from kubelite.api.simulation.topologyspread import SpreadState, spread_filter
 
 Obj = dict[str, Any]
 
@@ -317,28 +319,43 @@ def _ports_conflict(wanted: list[tuple[str, str, int]], used: set[tuple[str, str
     return False
 
 
+def taints_tolerated(pod: Obj, info: NodeInfo) -> bool:
+    """TaintToleration's Filter: every NoSchedule and NoExecute taint is tolerated."""
+    for taint in as_list(as_dict(info.node.get("spec")).get("taints")):
+        effect = as_dict(taint).get("effect")
+        if effect in ("NoSchedule", "NoExecute") and not _tolerated(pod, taint):
+            return False
+    return True
+
+
+def node_affinity_matches(pod: Obj, info: NodeInfo) -> bool:
+    """NodeAffinity's Filter: ``nodeSelector`` and the required node affinity terms."""
+    selector = as_dict(as_dict(pod.get("spec")).get("nodeSelector"))
+    labels = info.labels
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    terms = required_terms(pod)
+    return terms is None or any(term_matches(t, info.node) for t in terms)
+
+
 def run_filters(
-    pod: Obj, info: NodeInfo, requests: dict[str, int], affinity: PodAffinityState
+    pod: Obj,
+    info: NodeInfo,
+    requests: dict[str, int],
+    affinity: PodAffinityState,
+    spread: SpreadState,
 ) -> Status | None:
     """The first failing filter's status on ``info``, or None when the pod fits."""
-    node, spec = info.node, as_dict(pod.get("spec"))
-    node_spec = as_dict(node.get("spec"))
+    spec, node_spec = as_dict(pod.get("spec")), as_dict(info.node.get("spec"))
     if node_spec.get("unschedulable") and not _tolerated(
         pod, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
     ):
         return Status(UNRESOLVABLE, (REASON_UNSCHEDULABLE,))
     if spec.get("nodeName") and spec["nodeName"] != info.name:
         return Status(UNRESOLVABLE, (REASON_NODE_NAME,))
-    for taint in as_list(node_spec.get("taints")):
-        effect = as_dict(taint).get("effect")
-        if effect in ("NoSchedule", "NoExecute") and not _tolerated(pod, taint):
-            return Status(UNRESOLVABLE, (REASON_TAINT,))
-    selector = as_dict(spec.get("nodeSelector"))
-    labels = info.labels
-    terms = required_terms(pod)
-    if any(labels.get(k) != v for k, v in selector.items()) or (
-        terms is not None and not any(term_matches(t, node) for t in terms)
-    ):
+    if not taints_tolerated(pod, info):
+        return Status(UNRESOLVABLE, (REASON_TAINT,))
+    if not node_affinity_matches(pod, info):
         return Status(UNRESOLVABLE, (REASON_AFFINITY,))
     wanted_ports = host_ports(pod)
     if wanted_ports and _ports_conflict(wanted_ports, info.ports):
@@ -346,7 +363,7 @@ def run_filters(
     fit = _fit(pod, requests, info)
     if fit is not None:
         return fit
-    broken = pod_affinity_filter(affinity, info)
+    broken = spread_filter(spread, info) or pod_affinity_filter(affinity, info)
     return Status(broken[0], (broken[1],)) if broken else None
 
 

@@ -34,12 +34,15 @@ from kubelite.api.simulation.schedulerfilters import (
     UNSCHEDULABLE,
     NodeInfo,
     Status,
+    node_affinity_matches,
     node_names_wanted,
     pod_requests,
     priority,
     run_filters,
     scores,
+    taints_tolerated,
 )
+from kubelite.api.simulation.topologyspread import SpreadState, spread_state
 
 Obj = dict[str, Any]
 
@@ -124,14 +127,24 @@ def _feasible(
         )
     requests = pod_requests(pod)
     affinity = pod_affinity_state(pod, infos, namespaces)
+    spread = _spread(pod, infos)
     feasible = []
     for info in candidates:
-        status = run_filters(pod, info, requests, affinity)
+        status = run_filters(pod, info, requests, affinity, spread)
         if status is None:
             feasible.append(info)
         else:
             diagnosis.statuses[info.name] = status
     return feasible
+
+
+def _spread(pod: Obj, infos: list[NodeInfo]) -> SpreadState:
+    return spread_state(
+        pod,
+        infos,
+        lambda info: node_affinity_matches(pod, info),
+        lambda info: taints_tolerated(pod, info),
+    )
 
 
 def _preemption(
@@ -156,6 +169,6 @@ def _preemption(
         emptied = info.without(victims)
         others = [emptied if i.name == name else i for i in infos]
         affinity = pod_affinity_state(pod, others, namespaces)
-        status = run_filters(pod, emptied, requests, affinity)
+        status = run_filters(pod, emptied, requests, affinity, _spread(pod, others))
         dry_run.statuses[name] = status or Status(UNRESOLVABLE, (NO_VICTIMS,))
     return fit_error(len(infos), dry_run)
