@@ -317,3 +317,27 @@ def test_topology_spread_constraints(server: Server) -> None:
     free = {**spread, "nodeSelector": {}}
     pod(server, "s3", free, labels={"app": "s"})
     assert bound(server, "s3") == "b1"  # the unzoned node lacks the key, a1 would skew
+
+
+@OWN
+def test_a_higher_priority_pod_preempts(server: Server) -> None:
+    for name, value in (("low", 1), ("high", 1000)):
+        body = {"metadata": {"name": name}, "value": value}
+        code, answer = server.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
+        assert code == 201, answer
+    node(server, "n1", cpu="1")
+    quick = {"terminationGracePeriodSeconds": 0}
+    pod(server, "small", {**quick, "priorityClassName": "low"}, cpu="200m")
+    pod(server, "victim", {**quick, "priorityClassName": "low"}, cpu="600m")
+    assert bound(server, "small") == "n1"
+    assert bound(server, "victim") == "n1"
+    pod(server, "urgent", {"priorityClassName": "high"}, cpu="500m")
+    [preempted] = wait(lambda: events(server, "victim", "Preempted"))
+    uid = get(server, "urgent")["metadata"]["uid"]
+    assert preempted["message"] == f"Preempted by pod {uid} on node n1"
+    assert preempted["action"] == "Preempting"
+    [failed] = wait(lambda: events(server, "urgent", "FailedScheduling"))
+    assert failed["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert bound(server, "urgent") == "n1"
+    assert server.request("GET", f"{PODS}/victim")[0] == 404
+    assert get(server, "small")["spec"]["nodeName"] == "n1"  # given back: the pod fits with it

@@ -15,7 +15,11 @@ pods waiting for a node are placed on one, one pod at a time.
   ``Scheduling``), then the pod's ``PodScheduled`` condition ``False``/``Unschedulable`` with the
   message, written to ``pods/status`` only when it changed (``lastTransitionTime`` kept while the
   status stays ``False``).
-- **Retry** (the scheduling queue, simplified queueing hints): an unschedulable pod waits until
+- **Preemption** (DefaultPreemption): when evicting lower-priority pods from a node would make
+  room, they get ``DisruptionTarget=True`` ``PreemptionByScheduler``, are deleted and get the
+  Normal event ``Preempted``; the pod's ``status.nominatedNodeName`` names the node, and it is
+  tried again once they are gone.
+- **Retry** (:mod:`.schedulingqueue`, simplified queueing hints): an unschedulable pod waits until
   a Node is added or changes (labels, taints, allocatable, conditions, ``unschedulable``), an
   assigned pod goes away, leaves its node or ends, a pod with pod affinity or spread constraints
   waits for a pod that was bound, or the pod itself changes; then after its back-off (1 s
@@ -30,10 +34,7 @@ binary's name).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-from collections import deque
 from typing import Any
 
 from kubelite.api.catalogue import Catalogue
@@ -43,8 +44,10 @@ from kubelite.api.errors import APIError
 from kubelite.api.kinds.validation.fields import as_dict, as_list
 from kubelite.api.machinery.following import StoreFollower
 from kubelite.api.machinery.registry import Registry
+from kubelite.api.machinery.rest import DeleteOptions
 from kubelite.api.simulation.schedulerfilters import NodeInfo
-from kubelite.api.simulation.schedulingcycle import schedule
+from kubelite.api.simulation.schedulingcycle import Preemption, schedule
+from kubelite.api.simulation.schedulingqueue import SchedulingQueue
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +55,6 @@ Obj = dict[str, Any]
 NAME = "default-scheduler"
 FIELD_MANAGER = "kube-scheduler"
 PODS, NODES, NAMESPACES = "pods", "nodes", "namespaces"
-BACKOFF_INITIAL, BACKOFF_MAX = 1.0, 10.0
-#: podMaxInUnschedulablePodsDuration
-UNSCHEDULABLE_MAX_SECONDS = 300.0
 
 
 def key_of(obj: Obj) -> str:
@@ -137,108 +137,6 @@ class _Listers(StoreFollower):
 
     def holds(self, plural: str, namespace: str, name: str) -> bool:
         return (f"{namespace}/{name}" if plural == PODS else name) in self._table(plural)
-
-
-class SchedulingQueue:
-    """Pending pods by key: active (to schedule now, in order), backing off, or unschedulable
-    (waiting for an event), each key in one place at a time."""
-
-    def __init__(self) -> None:
-        self.active: deque[str] = deque()
-        self.waiting: dict[str, asyncio.TimerHandle] = {}
-        self.unschedulable: dict[str, asyncio.TimerHandle] = {}
-        self.attempts: dict[str, int] = {}
-        self.last_attempt: dict[str, float] = {}
-        self.in_flight: str | None = None
-        self.moves = 0
-        self._signal = asyncio.Event()
-
-    def __len__(self) -> int:
-        return len(self.active)
-
-    def holds(self, key: str) -> bool:
-        return (
-            key in self.active or key in self.waiting or key in self.unschedulable
-            or key == self.in_flight
-        )  # fmt: skip
-
-    def add(self, key: str) -> None:
-        """A pod to schedule now (a new one), unless it is queued already."""
-        if key in self.active or key in self.waiting:
-            return
-        self._cancel(self.unschedulable.pop(key, None))
-        self.active.append(key)
-        self._signal.set()
-
-    def _backoff_left(self, key: str) -> float:
-        attempts = self.attempts.get(key, 0)
-        if not attempts:
-            return 0.0
-        duration = min(BACKOFF_INITIAL * float(1 << min(attempts - 1, 16)), BACKOFF_MAX)
-        started: float = self.last_attempt.get(key, 0.0)
-        return started + duration - time.monotonic()
-
-    def requeue(self, key: str) -> None:
-        """To the active queue once the pod's back-off is over."""
-        if key in self.active or key in self.waiting:
-            return
-        self._cancel(self.unschedulable.pop(key, None))
-        left = self._backoff_left(key)
-        if left <= 0:
-            self.add(key)
-            return
-        loop = asyncio.get_running_loop()
-        self.waiting[key] = loop.call_later(left, self._backed_off, key)
-
-    def park(self, key: str) -> None:
-        """Unschedulable: wait for an event, at most UNSCHEDULABLE_MAX_SECONDS."""
-        if self.holds(key) and key != self.in_flight:
-            return
-        loop = asyncio.get_running_loop()
-        self.unschedulable[key] = loop.call_later(UNSCHEDULABLE_MAX_SECONDS, self.requeue, key)
-
-    def move(self, keys: list[str] | None = None) -> None:
-        """An event that may make unschedulable pods schedulable (kube's
-        ``MoveAllToActiveOrBackoffQueue``)."""
-        self.moves += 1
-        for key in list(self.unschedulable) if keys is None else keys:
-            if key in self.unschedulable:
-                self.requeue(key)
-
-    def forget(self, key: str) -> None:
-        """The pod is no longer pending."""
-        with contextlib.suppress(ValueError):
-            self.active.remove(key)
-        self._cancel(self.waiting.pop(key, None))
-        self._cancel(self.unschedulable.pop(key, None))
-        self.attempts.pop(key, None)
-        self.last_attempt.pop(key, None)
-
-    async def pop(self) -> str:
-        while not self.active:
-            self._signal.clear()
-            await self._signal.wait()
-        key = self.active.popleft()
-        self.in_flight = key
-        self.attempts[key] = self.attempts.get(key, 0) + 1
-        self.last_attempt[key] = time.monotonic()
-        return key
-
-    def close(self) -> None:
-        for handle in [*self.waiting.values(), *self.unschedulable.values()]:
-            handle.cancel()
-        self.waiting.clear()
-        self.unschedulable.clear()
-        self.active.clear()
-
-    def _backed_off(self, key: str) -> None:
-        self.waiting.pop(key, None)
-        self.add(key)
-
-    @staticmethod
-    def _cancel(handle: asyncio.TimerHandle | None) -> None:
-        if handle is not None:
-            handle.cancel()
 
 
 class Scheduler:
@@ -376,7 +274,11 @@ class Scheduler:
         moves = self.queue.moves
         outcome = schedule(pod, self._snapshot(), self._namespace_labels())
         if outcome.node is None:
-            await self._failed(pod, outcome.message)
+            nominated = ""
+            if outcome.preemption is not None:
+                nominated = outcome.preemption.node
+                await self._preempt(pod, outcome.preemption)
+            await self._failed(pod, outcome.message, nominated)
             self.queue.in_flight = None
             if self.queue.moves != moves:  # something changed while the pod was tried
                 self.queue.requeue(key)
@@ -403,9 +305,9 @@ class Scheduler:
                 self.pods_info, meta["namespace"], binding, subresource="binding",
                 field_manager=FIELD_MANAGER,
             )  # fmt: skip
-        except APIError as exc:
+        except Exception as exc:
             self.assumed.pop(meta["uid"], None)
-            if exc.code not in (404, 409):
+            if not isinstance(exc, APIError) or exc.code not in (404, 409):
                 log.info("%s: binding %s to %s failed (%s); retrying", NAME, key, node, exc)
                 self.queue.requeue(key)
             self.queue.move()  # what the pod held on the node is free again
@@ -413,7 +315,46 @@ class Scheduler:
         message = f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}"
         await self.events.record(pod, NORMAL, "Scheduled", message, action="Binding")
 
-    async def _failed(self, pod: Obj, message: str) -> None:
+    async def _preempt(self, pod: Obj, plan: Preemption) -> None:
+        """prepareCandidate: each victim gets DisruptionTarget=True, is deleted, and gets the
+        Normal event ``Preempted`` (action ``Preempting``)."""
+        for victim in plan.victims:
+            meta = victim["metadata"]
+            target = disruption_target(victim)
+
+            def mark(current: Obj, uid: str = meta.get("uid", ""), wanted: Obj = target) -> None:
+                if current["metadata"].get("uid") != uid:
+                    raise _Gone
+                status = current.setdefault("status", {})
+                kept = [c for c in as_list(status.get("conditions")) if isinstance(c, dict)]
+                for i, old in enumerate(kept):
+                    if old.get("type") == "DisruptionTarget":
+                        kept[i] = wanted
+                        break
+                else:
+                    kept.append(wanted)
+                status["conditions"] = kept
+
+            try:
+                await self.registry.mutate(
+                    self.pods_info, meta["namespace"], meta["name"], mark, subresource="status",
+                    field_manager=FIELD_MANAGER,
+                )  # fmt: skip
+                await self.registry.delete(
+                    self.pods_info, meta["namespace"], meta["name"],
+                    DeleteOptions(precondition_uid=meta.get("uid", "")),
+                )  # fmt: skip
+            except _Gone:
+                continue
+            except APIError as exc:
+                if exc.code in (404, 409):
+                    continue
+                raise
+            uid = pod["metadata"].get("uid", "")
+            message = f"Preempted by pod {uid} on node {plan.node}"
+            await self.events.record(victim, NORMAL, "Preempted", message, action="Preempting")
+
+    async def _failed(self, pod: Obj, message: str, nominated: str = "") -> None:
         await self.events.record(pod, WARNING, "FailedScheduling", message, action="Scheduling")
         meta = pod["metadata"]
         generation = meta.get("generation")
@@ -422,7 +363,8 @@ class Scheduler:
             wanted["observedGeneration"] = generation
         wanted.update(status="False", lastProbeTime=None, lastTransitionTime=now(),
                       reason="Unschedulable", message=message)  # fmt: skip
-        if _same_condition(pod, wanted):
+        had = as_dict(pod.get("status")).get("nominatedNodeName") or ""
+        if _same_condition(pod, wanted) and had == nominated:
             return
 
         def change(current: Obj) -> None:
@@ -442,6 +384,10 @@ class Scheduler:
             else:
                 conditions.append(condition)
             status["conditions"] = conditions
+            if nominated:
+                status["nominatedNodeName"] = nominated
+            else:
+                status.pop("nominatedNodeName", None)
 
         try:
             await self.registry.mutate(
@@ -467,3 +413,15 @@ def _same_condition(pod: Obj, wanted: Obj) -> bool:
                 for k in ("status", "reason", "message", "observedGeneration")
             )
     return False
+
+
+def disruption_target(victim: Obj) -> Obj:
+    """The condition a preempted pod gets (preemption.go ``PreemptPod``)."""
+    condition: Obj = {"type": "DisruptionTarget"}
+    generation = victim["metadata"].get("generation")
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    message = f"{NAME}: preempting to accommodate a higher priority pod"
+    condition.update(status="True", lastProbeTime=None, lastTransitionTime=now(),
+                     reason="PreemptionByScheduler", message=message)  # fmt: skip
+    return condition

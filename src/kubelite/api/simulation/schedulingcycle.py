@@ -16,8 +16,11 @@ PostFilter part the default profile prints:
   every lower-priority pod would still not make room; the other nodes count as ``Preemption is
   not helpful for scheduling``.
 
-Preemption itself (evicting lower-priority pods so that the pod fits) is not done: a node where
-it would help counts as one with no victims.
+When removing lower-priority pods would make room (``SelectVictimsOnNode``: all of them removed,
+then the most important given back while the pod still fits), the node with the least important
+victims is chosen (``pickOneNodeForPreemption``; PodDisruptionBudgets are not weighed) and the
+PostFilter succeeds: the message is the FitError alone, and the scheduler evicts the victims and
+nominates the node.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class Outcome:
 
     node: str | None = None
     message: str = ""
+    preemption: Preemption | None = None
 
 
 def schedule(pod: Obj, infos: list[NodeInfo], namespaces: dict[str, dict[str, str]]) -> Outcome:
@@ -99,7 +103,10 @@ def schedule(pod: Obj, infos: list[NodeInfo], namespaces: dict[str, dict[str, st
     diagnosis = Diagnosis()
     feasible = _feasible(pod, infos, namespaces, diagnosis)
     if not feasible:
-        postfilter = f"{NO_CLAIMS}, preemption: {_preemption(pod, infos, namespaces, diagnosis)}"
+        preempted = _preemption(pod, infos, namespaces, diagnosis)
+        if isinstance(preempted, Preemption):
+            return Outcome(message=fit_error(len(infos), diagnosis), preemption=preempted)
+        postfilter = f"{NO_CLAIMS}, preemption: {preempted}"
         return Outcome(message=fit_error(len(infos), diagnosis, postfilter))
     if len(feasible) == 1:
         return Outcome(node=feasible[0].name)
@@ -149,8 +156,8 @@ def _spread(pod: Obj, infos: list[NodeInfo]) -> SpreadState:
 
 def _preemption(
     pod: Obj, infos: list[NodeInfo], namespaces: dict[str, dict[str, str]], diagnosis: Diagnosis
-) -> str:
-    """DefaultPreemption's PostFilter message when no preemption is possible."""
+) -> str | Preemption:
+    """DefaultPreemption's PostFilter: the node and victims to preempt, or its message."""
     if as_dict(pod.get("spec")).get("preemptionPolicy") == "Never":
         return NOT_ELIGIBLE
     by_name = {i.name: i for i in infos}
@@ -158,17 +165,71 @@ def _preemption(
     if diagnosis.absent is not None and diagnosis.absent.code == UNSCHEDULABLE:
         potential += [n for n in by_name if n not in diagnosis.statuses]
     own = priority(pod)
-    requests = pod_requests(pod)
     dry_run = Diagnosis(absent=Status(UNRESOLVABLE, (NOT_HELPFUL,)))
+    candidates = []
     for name in potential:
-        info = by_name[name]
-        victims = [p for p in info.pods if priority(p) < own]
+        victims = [p for p in by_name[name].pods if priority(p) < own]
         if not victims:
             dry_run.statuses[name] = Status(UNRESOLVABLE, (NO_VICTIMS,))
             continue
-        emptied = info.without(victims)
-        others = [emptied if i.name == name else i for i in infos]
-        affinity = pod_affinity_state(pod, others, namespaces)
-        status = run_filters(pod, emptied, requests, affinity, _spread(pod, others))
-        dry_run.statuses[name] = status or Status(UNRESOLVABLE, (NO_VICTIMS,))
-    return fit_error(len(infos), dry_run)
+        status = _fits_without(pod, infos, name, victims, namespaces)
+        if status is not None:
+            dry_run.statuses[name] = status
+            continue
+        candidates.append(Preemption(name, _reprieve(pod, infos, name, victims, namespaces)))
+    if not candidates:
+        return fit_error(len(infos), dry_run)
+    return min(candidates, key=Preemption.rank)
+
+
+def _fits_without(
+    pod: Obj,
+    infos: list[NodeInfo],
+    name: str,
+    removed: list[Obj],
+    namespaces: dict[str, dict[str, str]],
+) -> Status | None:
+    emptied = next(i for i in infos if i.name == name).without(removed)
+    others = [emptied if i.name == name else i for i in infos]
+    affinity = pod_affinity_state(pod, others, namespaces)
+    return run_filters(pod, emptied, pod_requests(pod), affinity, _spread(pod, others))
+
+
+def _reprieve(
+    pod: Obj,
+    infos: list[NodeInfo],
+    name: str,
+    victims: list[Obj],
+    namespaces: dict[str, dict[str, str]],
+) -> list[Obj]:
+    """SelectVictimsOnNode: every lower-priority pod removed, then the most important ones
+    (higher priority, then started earlier) given back while the pod still fits."""
+    ordered = sorted(victims, key=lambda p: (-priority(p), _started(p)))
+    removed = list(ordered)
+    for victim in ordered:
+        trial = [p for p in removed if p is not victim]
+        if _fits_without(pod, infos, name, trial, namespaces) is None:
+            removed = trial
+    return removed
+
+
+def _started(pod: Obj) -> str:
+    return str(
+        as_dict(pod.get("status")).get("startTime")
+        or pod["metadata"].get("creationTimestamp")
+        or ""
+    )
+
+
+@dataclass(slots=True)
+class Preemption:
+    """The node to nominate and the pods to evict from it."""
+
+    node: str
+    victims: list[Obj]
+
+    def rank(self) -> tuple[int, int, int]:
+        """pickOneNodeForPreemption (PodDisruptionBudgets aside): the lowest highest-priority
+        victim, then the lowest sum of priorities, then the fewest victims."""
+        priorities = [priority(v) for v in self.victims] or [0]
+        return (max(priorities), sum(priorities), len(self.victims))
