@@ -223,13 +223,23 @@ def test_the_failure_message_and_the_retry_when_a_node_fits(server: Server) -> N
 def test_a_label_change_makes_a_pod_schedulable(server: Server) -> None:
     node(server, "n1")
     pod(server, "p", {"nodeSelector": {"role": "db"}})
-    unschedulable(
+    first = unschedulable(
         server,
         "p",
         "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
         "no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not "
         "helpful for scheduling.",
     )
+    taint = {"key": "k", "effect": "NoExecute"}
+    node(server, "n2", labels={"role": "db"}, spec={"taints": [taint]})
+    again = unschedulable(
+        server,
+        "p",
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes "
+        "are available: 2 Preemption is not helpful for scheduling.",
+    )  # tried again at least a second later (its back-off): still False, so no transition
+    assert again["lastTransitionTime"] == first["lastTransitionTime"]
     patch = {"metadata": {"labels": {"role": "db"}}}
     assert server.request("PATCH", "/api/v1/nodes/n1", patch, MERGE)[0] == 200
     assert bound(server, "p") == "n1"
