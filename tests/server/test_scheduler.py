@@ -376,3 +376,38 @@ def test_a_higher_priority_pod_preempts(server: Server) -> None:
     assert bound(server, "urgent") == "n1"
     assert server.request("GET", f"{PODS}/victim")[0] == 404
     assert get(server, "small")["spec"]["nodeName"] == "n1"  # given back: the pod fits with it
+
+
+@OWN
+def test_a_refused_binding_is_a_scheduler_error_and_retried(server: Server) -> None:
+    admission = "/apis/admissionregistration.k8s.io/v1"
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["pods/binding"]}  # fmt: skip
+    policy = {
+        "metadata": {"name": "no-binding"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [rule]},
+            "validations": [{"expression": "false", "message": "bindings are refused"}],
+        },
+    }
+    binding = {"metadata": {"name": "no-binding"},
+               "spec": {"policyName": "no-binding", "validationActions": ["Deny"]}}  # fmt: skip
+    for path, body in (("validatingadmissionpolicies", policy),
+                       ("validatingadmissionpolicybindings", binding)):  # fmt: skip
+        code, answer = server.request("POST", f"{admission}/{path}", body)
+        assert code == 201, answer
+    node(server, "n1")
+    pod(server, "p")
+
+    def refused() -> Obj | None:
+        c = condition(get(server, "p"))
+        return c if c and c.get("reason") == "SchedulerError" else None
+
+    failed = wait(refused)
+    assert failed["status"] == "False"
+    assert failed["message"].endswith("denied request: bindings are refused")
+    assert wait(lambda: events(server, "p", "FailedScheduling"))[0]["message"] == failed["message"]
+    path = f"{admission}/validatingadmissionpolicybindings/no-binding"
+    assert server.request("DELETE", path)[0] == 200
+    assert bound(server, "p") == "n1"

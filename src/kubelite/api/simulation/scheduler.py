@@ -34,6 +34,7 @@ binary's name).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -287,7 +288,7 @@ class Scheduler:
             return
         bound = {**pod, "spec": {**pod["spec"], "nodeName": outcome.node}}
         self.assumed[pod["metadata"]["uid"]] = (key, bound)
-        self.queue.forget(key)
+        self.queue.drop(key)
         task = asyncio.get_running_loop().create_task(self._bind(key, pod, outcome.node))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -307,10 +308,14 @@ class Scheduler:
             )  # fmt: skip
         except Exception as exc:
             self.assumed.pop(meta["uid"], None)
-            if not isinstance(exc, APIError) or exc.code not in (404, 409):
-                log.info("%s: binding %s to %s failed (%s); retrying", NAME, key, node, exc)
-                self.queue.requeue(key)
             self.queue.move()  # what the pod held on the node is free again
+            if isinstance(exc, APIError) and exc.code in (404, 409):
+                return  # gone, replaced or bound meanwhile
+            log.info("%s: binding %s to %s failed (%s); retrying", NAME, key, node, exc)
+            text = exc.message if isinstance(exc, APIError) else str(exc)
+            with contextlib.suppress(Exception):
+                await self._failed(pod, text, reason="SchedulerError")
+            self.queue.requeue(key)  # after its back-off
             return
         message = f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}"
         await self.events.record(pod, NORMAL, "Scheduled", message, action="Binding")
@@ -354,7 +359,9 @@ class Scheduler:
             message = f"Preempted by pod {uid} on node {plan.node}"
             await self.events.record(victim, NORMAL, "Preempted", message, action="Preempting")
 
-    async def _failed(self, pod: Obj, message: str, nominated: str = "") -> None:
+    async def _failed(
+        self, pod: Obj, message: str, nominated: str = "", reason: str = "Unschedulable"
+    ) -> None:
         await self.events.record(pod, WARNING, "FailedScheduling", message, action="Scheduling")
         meta = pod["metadata"]
         generation = meta.get("generation")
@@ -362,7 +369,7 @@ class Scheduler:
         if isinstance(generation, int):
             wanted["observedGeneration"] = generation
         wanted.update(status="False", lastProbeTime=None, lastTransitionTime=now(),
-                      reason="Unschedulable", message=message)  # fmt: skip
+                      reason=reason, message=message)  # fmt: skip
         had = as_dict(pod.get("status")).get("nominatedNodeName") or ""
         if _same_condition(pod, wanted) and had == nominated:
             return

@@ -81,12 +81,16 @@ class SchedulingQueue:
             if key in self.unschedulable:
                 self.requeue(key)
 
-    def forget(self, key: str) -> None:
-        """The pod is no longer pending."""
+    def drop(self, key: str) -> None:
+        """Out of the queue (the pod is being bound), its attempts remembered for a retry."""
         with contextlib.suppress(ValueError):
             self.active.remove(key)
         self._cancel(self.waiting.pop(key, None))
         self._cancel(self.unschedulable.pop(key, None))
+
+    def forget(self, key: str) -> None:
+        """The pod is no longer pending."""
+        self.drop(key)
         self.attempts.pop(key, None)
         self.last_attempt.pop(key, None)
 
