@@ -18,7 +18,7 @@ EXEMPT = {
     # the kind table and the kinds' own logic
     "api/kinds": "strategies and storages of each kind",
     "api/controllers": "controllers of one kind each (namespaces, CRDs)",
-    "api/simulation": "the simulated nodes, scheduler and kubelet run pods on Nodes",
+    "api/simulation": "the simulated cluster: Nodes, and the kubelets and scheduler of Pods",
     # declarations of the kinds, and codecs per kind (kube's generated code per type)
     "api/catalogue/extra.py": "hand-written kind data: short names, columns, served versions",
     "api/encoding/gotypes.py": "generated: the Go types of the kinds' fields, by struct",

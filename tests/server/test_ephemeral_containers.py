@@ -9,6 +9,9 @@ from typing import Any
 
 from harness import Server
 
+#: a scheduler no pod here waits for, so that none writes the pods' status meanwhile
+UNSCHEDULED = "kubelite.test/no-scheduler"
+
 POD = "/api/v1/namespaces/{ns}/pods/p"
 EPHEMERAL = POD + "/ephemeralcontainers"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -19,7 +22,8 @@ def make_pod(server: Server) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "p", "labels": {"app": "a"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        # no scheduler places it: the scheduler would write its status meanwhile
+        "spec": {"containers": [{"name": "c", "image": "nginx"}], "schedulerName": UNSCHEDULED},
     }
     status, made = server.request("POST", "/api/v1/namespaces/{ns}/pods", body)
     assert status == 201, made

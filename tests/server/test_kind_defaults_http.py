@@ -29,7 +29,8 @@ def test_pod_defaults_status_and_qos(server: Server) -> None:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "p"},
-            "spec": {"containers": [CONTAINER]},
+            # bound already (to no Node), so that the scheduler does not write its status
+            "spec": {"containers": [CONTAINER], "nodeName": "nowhere"},
         },
     )
     spec = pod["spec"]

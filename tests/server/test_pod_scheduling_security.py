@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from harness import Server
 
+#: a scheduler no pod here waits for, so that none writes the pods' status meanwhile
+UNSCHEDULED = "kubelite.test/no-scheduler"
+
 PODS = "/api/v1/namespaces/{ns}/pods"
 CTR = {"name": "c", "image": "nginx"}
 _names = itertools.count()
@@ -24,7 +27,7 @@ def pod(name: str, container: dict[str, Any] | None = None, **spec: Any) -> dict
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
-        "spec": {"containers": [ctr], **spec},
+        "spec": {"containers": [ctr], "schedulerName": UNSCHEDULED, **spec},
     }
 
 

@@ -17,7 +17,13 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}], **spec},
+        # a scheduler no pod waits for: tests PUT what they read, which a scheduler's status
+        # write in between would make stale
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx"}],
+            "schedulerName": "kubelite.test/no-scheduler",
+            **spec,
+        },
     }
 
 

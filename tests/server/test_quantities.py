@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from harness import Server
 
+#: a scheduler no pod here waits for, so that none writes the pods' status meanwhile
+UNSCHEDULED = "kubelite.test/no-scheduler"
+
 NS = "/api/v1/namespaces/{ns}"
 
 
@@ -27,7 +30,11 @@ def pod(name: str, resources: dict[str, Any], **spec: Any) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "nginx", "resources": resources}], **spec},
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx", "resources": resources}],
+            "schedulerName": UNSCHEDULED,
+            **spec,
+        },
     }
 
 

@@ -281,7 +281,9 @@ def test_discovery_lists_the_verbs_each_storage_serves(server: Server) -> None:
 
 
 def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
-    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    # a scheduler no pod waits for: this test binds the pod itself
+    spec = {"containers": [{"name": "c", "image": "i"}], "schedulerName": "kubelite.test/none"}
+    pod = {"metadata": {"name": "p"}, "spec": spec}
     pods = "/api/v1/namespaces/{ns}/pods"
     server.request("POST", pods, pod)
     binding = {
@@ -293,7 +295,13 @@ def test_a_binding_assigns_a_pod_to_a_node(server: Server) -> None:
     _, bound = server.request("GET", pods + "/p")
     assert bound["spec"]["nodeName"] == "node-1"
     assert bound["metadata"]["annotations"] == {"bound": "yes"}
-    assert {"type": "PodScheduled", "status": "True"} in bound["status"]["conditions"]
+    [scheduled] = [c for c in bound["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert scheduled == {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": scheduled["lastTransitionTime"],
+    }
     assert bound["metadata"]["generation"] == 1  # a binding bypasses the pod strategy
     stale = {**binding, "metadata": {**binding["metadata"], "resourceVersion": "1"}}
     code, body = server.request("POST", "/api/v1/namespaces/{ns}/bindings", stale)

@@ -37,6 +37,7 @@ from kubelite.api.machinery.rest import (
     Getter,
     GracefulDeleter,
     Lister,
+    NamedCreater,
     Patcher,
     ResetFields,
     Storage,
@@ -117,11 +118,19 @@ class Registry:
         namespace: str | None,
         body: Obj,
         *,
+        subresource: str = "",
         dry_run: bool = False,
         field_manager: str = SERVER_MANAGER,
     ) -> Obj:
+        """POST; with ``subresource``, a create on the subresource of the object the body's
+        ``metadata.name`` names (``pods/<name>/binding``), as ``POST .../<name>/<subresource>``."""
+        options = WriteOptions(dry_run, field_manager)
+        if subresource:
+            named: NamedCreater = self._serving(info, subresource, NamedCreater)
+            name = str((body.get("metadata") or {}).get("name") or "")
+            return await named.create_named(Context(namespace), name, body, options)
         creater: Creater = self._serving(info, "", Creater)
-        return await creater.create(Context(namespace), body, WriteOptions(dry_run, field_manager))
+        return await creater.create(Context(namespace), body, options)
 
     async def update(
         self,

@@ -9,12 +9,16 @@ from kubelite.api.controllers.manager import Controller
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.simulation.config import Simulation
 from kubelite.api.simulation.nodes import NodeAgent
+from kubelite.api.simulation.scheduler import NAME as SCHEDULER
+from kubelite.api.simulation.scheduler import Scheduler
 
 
 def simulated_cluster(
     registry: Registry, catalogue: Catalogue, simulation: Simulation
 ) -> dict[str, Controller]:
     """The simulation's controllers by name: the node agents, the scheduler, the kubelets."""
-    found: dict[str, Controller] = {}
-    found["node-agent"] = NodeAgent(registry, catalogue, simulation)
+    found: dict[str, Controller] = {
+        "node-agent": NodeAgent(registry, catalogue, simulation),
+        SCHEDULER: Scheduler(registry, catalogue),
+    }
     return found

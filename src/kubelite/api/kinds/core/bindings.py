@@ -7,7 +7,7 @@ from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.encoding.stored import clone
+from kubelite.api.encoding.stored import clone, now
 from kubelite.api.kinds.resource import Resource, Wiring
 from kubelite.api.machinery.admission import CREATE, Attributes
 from kubelite.api.machinery.backing import Backing
@@ -106,9 +106,23 @@ def _bind(pod: Obj, name: str, node: str, annotations: Any) -> None:
             **annotations,
         }
     status = pod.setdefault("status", {})
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True"})
-    status["conditions"] = conditions
+    status["conditions"] = scheduled_condition(status.get("conditions"), "True")
+
+
+def scheduled_condition(conditions: Any, value: str, **fields: Any) -> list[Obj]:
+    """``conditions`` with PodScheduled set as podutil.UpdatePodCondition sets it: in place,
+    ``lastProbeTime`` null (Go's zero time), ``lastTransitionTime`` now unless the status is
+    unchanged; ``fields`` (reason, message) follow."""
+    found = [c for c in conditions or [] if isinstance(c, dict)]
+    condition: Obj = {"type": "PodScheduled", "status": value, "lastProbeTime": None,
+                      "lastTransitionTime": now(), **fields}  # fmt: skip
+    for i, old in enumerate(found):
+        if old.get("type") == "PodScheduled":
+            if old.get("status") == value and old.get("lastTransitionTime"):
+                condition["lastTransitionTime"] = old["lastTransitionTime"]
+            found[i] = condition
+            return found
+    return [*found, condition]
 
 
 def binding_storages(

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
-from kubelite.api.kinds.core.bindings import BindingREST
+from kubelite.api.kinds.core.bindings import BindingREST, scheduled_condition
 from kubelite.api.kinds.core.evictions import EvictionREST
 from kubelite.api.kinds.core.poddefaults import default_pod
 from kubelite.api.kinds.core.validation import podephemeral, pods
@@ -50,14 +50,12 @@ class PodStrategy(BuiltinStrategy):
         status: Obj = {"phase": "Pending", "qosClass": pod_qos(obj)}
         spec = obj.get("spec")
         if isinstance(spec, dict) and spec.get("schedulingGates"):
-            status["conditions"] = [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "SchedulingGated",
-                    "message": "Scheduling is blocked due to non-empty scheduling gates",
-                }
-            ]
+            status["conditions"] = scheduled_condition(
+                None,
+                "False",
+                reason="SchedulingGated",
+                message="Scheduling is blocked due to non-empty scheduling gates",
+            )
         obj["status"] = status
 
 
