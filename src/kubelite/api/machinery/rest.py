@@ -94,6 +94,8 @@ class DeleteOptions(NamedTuple):
     #: the DeleteOptions as the client sent them (meta.k8s.io/v1 fields), what kube's handlers
     #: give admission; None: a delete of the server's
     sent: Obj | None = None
+    #: ``gracePeriodSeconds`` (None: the kind's default, for kinds deleted gracefully: pods)
+    grace_period_seconds: int | None = None
 
 
 class WatchOptions(NamedTuple):

@@ -8,6 +8,7 @@ from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.manager import Controller
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.simulation.config import Simulation
+from kubelite.api.simulation.kubelet import SimulatedKubelet
 
 
 def simulated_cluster(
@@ -15,4 +16,5 @@ def simulated_cluster(
 ) -> dict[str, Controller]:
     """The simulation's controllers by name: the node agents, the scheduler, the kubelets."""
     found: dict[str, Controller] = {}
+    found["kubelet"] = SimulatedKubelet(registry, catalogue, simulation)
     return found

@@ -59,6 +59,21 @@ class PodStrategy(BuiltinStrategy):
             ]
         obj["status"] = status
 
+    def check_graceful_delete(self, obj: Obj, grace_period_seconds: int | None) -> int | None:
+        """kube's podStrategy.CheckGracefulDelete (pkg/registry/core/pod/strategy.go): the
+        request's grace period, else ``spec.terminationGracePeriodSeconds`` (else 0); 0 for a
+        pod not bound to a node or already terminal (Succeeded, Failed); a negative one is 1.
+        A bound pod then keeps its deletionTimestamp until its kubelet deletes it."""
+        spec = obj.get("spec") or {}
+        period = grace_period_seconds
+        if period is None:
+            period = int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName"):
+            period = 0
+        if (obj.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
+
 
 class EphemeralContainersStrategy(BuiltinStrategy):
     """``pods/<name>/ephemeralcontainers`` (kube's podEphemeralContainersStrategy): the stored

@@ -1,0 +1,431 @@
+"""The simulated kubelet over HTTP: pods bound to a simulated Node (made here through the API, as
+the node agent would) start, run, restart, stop and are deleted as on a kind cluster."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from harness import Server
+
+from kubelite.api.simulation.config import Simulation
+
+Obj = dict[str, Any]
+FAST = pytest.mark.fresh_server(simulation=Simulation(nodes=0, backoff_scale=0.01))
+NODE = "sim-node"
+HOST_IP = "172.18.0.7"
+PODS = "/api/v1/namespaces/{ns}/pods"
+A = "kubelite.dev/simulate-"
+
+
+def make_node(server: Server, name: str = NODE, cidr: str = "10.244.7.0/24") -> None:
+    node = {
+        "metadata": {"name": name, "annotations": {"kubelite.dev/simulated": "true"}},
+        "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+    }
+    code, created = server.request("POST", "/api/v1/nodes", node)
+    assert code == 201, created
+    created["status"] = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "addresses": [
+            {"type": "InternalIP", "address": HOST_IP},
+            {"type": "Hostname", "address": name},
+        ],
+    }
+    code, body = server.request("PUT", f"/api/v1/nodes/{name}/status", created)
+    assert code == 200, body
+
+
+def pod(
+    name: str,
+    *containers: str,
+    annotations: dict[str, str] | None = None,
+    node: str = NODE,
+    **spec: Any,
+) -> Obj:
+    names = containers or ("app",)
+    body: Obj = {
+        "metadata": {"name": name, "annotations": annotations or {}},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": c, "image": "nginx:1.27"} for c in names],
+            **spec,
+        },
+    }
+    return body
+
+
+def create(server: Server, body: Obj) -> Obj:
+    code, created = server.request("POST", PODS, body)
+    assert code == 201, created
+    return created
+
+
+def get(server: Server, name: str) -> Obj:
+    code, found = server.request("GET", f"{PODS}/{name}")
+    assert code == 200, found
+    return found
+
+
+def wait(server: Server, name: str, test: Callable[[Obj], bool], seconds: float = 20) -> Obj:
+    deadline = time.monotonic() + seconds
+    found: Obj = {}
+    while time.monotonic() < deadline:
+        code, found = server.request("GET", f"{PODS}/{name}")
+        if code == 200 and test(found):
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"pod {name} never got there: {json.dumps(found.get('status'))}")
+
+
+def phase(wanted: str) -> Callable[[Obj], bool]:
+    return lambda p: (p.get("status") or {}).get("phase") == wanted
+
+
+def ready(p: Obj) -> bool:
+    conditions = (p.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def events(server: Server, name: str) -> list[Obj]:
+    code, listing = server.request(
+        "GET", f"/api/v1/namespaces/{{ns}}/events?fieldSelector=involvedObject.name%3D{name}"
+    )
+    assert code == 200
+    return sorted(listing["items"], key=lambda e: e["metadata"]["name"])
+
+
+def reasons(server: Server, name: str) -> list[str]:
+    return [e["reason"] for e in events(server, name)]
+
+
+def wait_events(server: Server, name: str, test: Callable[[list[str]], bool]) -> list[Obj]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        found = events(server, name)
+        if test([e["reason"] for e in found]):
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"events of {name}: {reasons(server, name)}")
+
+
+def state(p: Obj, index: int = 0) -> Obj:
+    return dict(p["status"]["containerStatuses"][index]["state"])
+
+
+@FAST
+def test_a_bare_pod_runs_and_is_ready(server: Server) -> None:
+    make_node(server)
+    reader, seen = server.watch_lines(PODS + "?watch=true", 20)
+    create(server, pod("web"))
+    running = wait(server, "web", ready)
+    status = running["status"]
+    assert status["phase"] == "Running"
+    assert status["hostIP"] == HOST_IP
+    assert status["hostIPs"] == [{"ip": HOST_IP}]
+    assert status["podIP"] == "10.244.7.2"
+    assert status["podIPs"] == [{"ip": "10.244.7.2"}]
+    assert status["qosClass"] == "BestEffort"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", status["startTime"])
+    types = [(c["type"], c["status"]) for c in status["conditions"]]
+    assert types == [
+        ("PodReadyToStartContainers", "True"),
+        ("Initialized", "True"),
+        ("Ready", "True"),
+        ("ContainersReady", "True"),
+        ("PodScheduled", "True"),
+    ]
+    for condition in status["conditions"]:
+        assert condition["lastProbeTime"] is None
+        assert condition["lastTransitionTime"]
+        assert "reason" not in condition
+    [container] = status["containerStatuses"]
+    assert container["name"] == "app"
+    assert container["ready"] is True
+    assert container["started"] is True
+    assert container["restartCount"] == 0
+    assert container["image"] == "docker.io/library/nginx:1.27"
+    assert re.fullmatch(r"docker\.io/library/nginx@sha256:[0-9a-f]{64}", container["imageID"])
+    assert re.fullmatch(r"containerd://[0-9a-f]{64}", container["containerID"])
+    assert list(container["state"]) == ["running"]
+    assert container["state"]["running"]["startedAt"]
+    assert container["lastState"] == {}
+    # a second pod gets the next address
+    create(server, pod("second"))
+    assert wait(server, "second", ready)["status"]["podIP"] == "10.244.7.3"
+    reader.join(timeout=25)
+    writes = [e["object"]["status"] for e in seen if e["object"]["metadata"]["name"] == "web"]
+    creating = [
+        s for s in writes
+        if (s.get("containerStatuses") or [{}])[0].get("state", {}).get("waiting", {}).get("reason")
+        == "ContainerCreating"
+    ]  # fmt: skip
+    assert creating, writes
+    first = creating[0]
+    assert first["phase"] == "Pending"
+    assert "podIP" not in first
+    assert first["hostIP"] == HOST_IP
+    assert [(c["type"], c["status"], c.get("reason")) for c in first["conditions"]] == [
+        ("PodReadyToStartContainers", "False", None),
+        ("Initialized", "True", None),
+        ("Ready", "False", "ContainersNotReady"),
+        ("ContainersReady", "False", "ContainersNotReady"),
+        ("PodScheduled", "True", None),
+    ]
+    assert first["conditions"][2]["message"] == "containers with unready status: [app]"
+    assert first["containerStatuses"][0] == {
+        "name": "app",
+        "state": {"waiting": {"reason": "ContainerCreating"}},
+        "lastState": {},
+        "ready": False,
+        "restartCount": 0,
+        "image": "nginx:1.27",
+        "imageID": "",
+        "started": False,
+    }
+    assert writes.index(first) < len(writes) - 1
+    found = events(server, "web")
+    assert [(e["reason"], e["message"]) for e in found] == [
+        (
+            "Pulled",
+            'Container image "nginx:1.27" already present on machine and can be accessed by the '
+            "pod",
+        ),
+        ("Created", "Container created"),
+        ("Started", "Container started"),
+    ]
+    for event in found:
+        assert event["source"] == {"component": "kubelet", "host": NODE}
+        assert event["involvedObject"]["fieldPath"] == "spec.containers{app}"
+        assert event["type"] == "Normal"
+
+
+@FAST
+def test_a_pod_on_a_node_that_is_not_simulated_is_left_alone(server: Server) -> None:
+    make_node(server)
+    code, _ = server.request("POST", "/api/v1/nodes", {"metadata": {"name": "real"}})
+    assert code == 201
+    create(server, pod("elsewhere", node="real"))
+    create(server, pod("here"))
+    wait(server, "here", ready)
+    assert get(server, "elsewhere")["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+@FAST
+def test_restart_policies_exit_codes_and_crash_loop(server: Server) -> None:
+    make_node(server)
+    create(server, pod("done", restartPolicy="Never"))
+    create(server, pod("fails", restartPolicy="Never", annotations={A + "exit-code": "3"}))
+    create(server, pod("retries", restartPolicy="OnFailure", annotations={A + "fail-times": "2"}))
+    create(server, pod("crashes", annotations={A + "exit-code": "1"}))
+    done = wait(server, "done", phase("Succeeded"))
+    terminated = state(done)["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    assert terminated["containerID"] == done["status"]["containerStatuses"][0]["containerID"]
+    assert terminated["startedAt"]
+    assert terminated["finishedAt"]
+    conditions = {c["type"]: c for c in done["status"]["conditions"]}
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == (
+        "False",
+        "PodCompleted",
+    )
+    assert conditions["ContainersReady"]["reason"] == "PodCompleted"
+    assert (conditions["Initialized"]["status"], conditions["Initialized"]["reason"]) == (
+        "True",
+        "PodCompleted",
+    )
+    assert conditions["PodReadyToStartContainers"]["status"] == "False"
+    assert done["status"]["containerStatuses"][0]["ready"] is False
+    failed = wait(server, "fails", phase("Failed"))
+    assert (state(failed)["terminated"]["exitCode"], state(failed)["terminated"]["reason"]) == (
+        3,
+        "Error",
+    )
+    assert {c["type"]: c.get("reason") for c in failed["status"]["conditions"]}["Ready"] == (
+        "PodFailed"
+    )
+    retried = wait(server, "retries", phase("Succeeded"))
+    [status] = retried["status"]["containerStatuses"]
+    assert status["restartCount"] == 2
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert state(retried)["terminated"]["exitCode"] == 0
+    uid = get(server, "crashes")["metadata"]["uid"]
+    looping = wait(
+        server,
+        "crashes",
+        lambda p: (
+            bool(p["status"].get("containerStatuses"))
+            and p["status"]["containerStatuses"][0]["restartCount"] >= 3
+            and "waiting" in state(p)
+        ),
+    )
+    assert looping["status"]["phase"] == "Running"
+    waiting = state(looping)["waiting"]
+    assert waiting["reason"] == "CrashLoopBackOff"
+    assert re.fullmatch(
+        rf"back-off (10|20|40|1m20|2m40|5m0)s restarting failed container=app "
+        rf"pod=crashes_{server.namespace}\({uid}\)",
+        waiting["message"],
+    ), waiting
+    last = looping["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (1, "Error")
+    found = wait_events(server, "crashes", lambda r: "BackOff" in r)
+    backoff = next(e for e in found if e["reason"] == "BackOff")
+    assert backoff["type"] == "Warning"
+    assert backoff["message"] == (
+        f"Back-off restarting failed container app in pod crashes_{server.namespace}({uid})"
+    )
+
+
+@FAST
+def test_init_containers_run_one_at_a_time(server: Server) -> None:
+    make_node(server)
+    body = pod(
+        "init",
+        annotations={A + "run-seconds.first": "0.5"},
+        initContainers=[
+            {"name": "first", "image": "busybox"},
+            {"name": "second", "image": "busybox"},
+        ],
+    )
+    reader, seen = server.watch_lines(PODS + "?watch=true", 15)
+    create(server, body)
+    running = wait(server, "init", ready)
+    statuses = running["status"]["initContainerStatuses"]
+    assert [s["name"] for s in statuses] == ["first", "second"]
+    assert all(s["state"]["terminated"]["reason"] == "Completed" for s in statuses)
+    assert statuses[0]["image"] == "docker.io/library/busybox:latest"
+    reader.join(timeout=20)
+    writes = [e["object"]["status"] for e in seen]
+    initializing = [
+        s for s in writes
+        if "running" in (s.get("initContainerStatuses") or [{}])[0].get("state", {})
+    ]  # fmt: skip
+    assert initializing
+    during = initializing[0]
+    assert during["phase"] == "Pending"
+    assert during["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    assert during["initContainerStatuses"][1]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    initialized = {c["type"]: c for c in during["conditions"]}["Initialized"]
+    assert (initialized["status"], initialized["reason"], initialized["message"]) == (
+        "False",
+        "ContainersNotInitialized",
+        "containers with incomplete status: [first second]",
+    )
+    fields = [e["involvedObject"].get("fieldPath") for e in events(server, "init")]
+    assert fields[:3] == ["spec.initContainers{first}"] * 3
+
+
+@FAST
+def test_ready_seconds_never_ready_and_a_failing_pull(server: Server) -> None:
+    make_node(server)
+    create(server, pod("slow", annotations={A + "ready-seconds": "1"}))
+    create(
+        server,
+        pod("never", annotations={A + "simulate-never-ready": "x", A + "never-ready": "true"}),
+    )
+    create(server, pod("pull", annotations={A + "image-pull": "fail"}))
+    running = wait(server, "slow", phase("Running"))
+    assert not ready(running) or running["status"]["containerStatuses"][0]["ready"]
+    wait(server, "slow", ready)
+    never = wait(server, "never", phase("Running"))
+    time.sleep(0.3)
+    never = get(server, "never")
+    assert not ready(never)
+    assert never["status"]["containerStatuses"][0]["started"] is True
+    backoff = wait(server, "pull", lambda p: "ImagePullBackOff" in json.dumps(p["status"]))
+    waiting = state(backoff)["waiting"]
+    ref = "docker.io/library/nginx:1.27"
+    error = (
+        f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": failed to '
+        f'resolve reference "{ref}": {ref}: not found'
+    )
+    assert waiting == {
+        "reason": "ImagePullBackOff",
+        "message": f'Back-off pulling image "nginx:1.27": ErrImagePull: {error}',
+    }
+    found = [(e["type"], e["reason"], e["message"]) for e in events(server, "pull")]
+    assert found[:5] == [
+        ("Normal", "Pulling", 'Pulling image "nginx:1.27"'),
+        ("Warning", "Failed", f'Failed to pull image "nginx:1.27": {error}'),
+        ("Warning", "Failed", "Error: ErrImagePull"),
+        ("Normal", "BackOff", 'Back-off pulling image "nginx:1.27"'),
+        ("Warning", "Failed", "Error: ImagePullBackOff"),
+    ]
+
+
+@FAST
+def test_graceful_deletion_waits_for_the_kubelet(server: Server) -> None:
+    make_node(server)
+    create(server, pod("quick"))
+    create(server, pod("lingers", annotations={A + "stop-seconds": "1.5"}))
+    create(server, pod("killed", annotations={A + "stop-seconds": "60"},
+                       terminationGracePeriodSeconds=1))  # fmt: skip
+    for name in ("quick", "lingers", "killed"):
+        wait(server, name, ready)
+    code, answer = server.request("DELETE", f"{PODS}/lingers")
+    assert code == 200
+    assert answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["deletionGracePeriodSeconds"] == 30
+    started = time.monotonic()
+    time.sleep(0.5)
+    assert get(server, "lingers")["metadata"]["deletionTimestamp"]
+    wait_gone(server, "lingers")
+    assert time.monotonic() - started >= 1.0
+    killing = [e for e in events(server, "lingers") if e["reason"] == "Killing"]
+    assert [(e["type"], e["message"]) for e in killing] == [("Normal", "Stopping container app")]
+    reader, seen = server.watch_lines(PODS + "?watch=true&fieldSelector=metadata.name%3Dkilled", 8)
+    server.request("DELETE", f"{PODS}/killed")
+    wait_gone(server, "killed")
+    reader.join(timeout=10)
+    last = [e["object"] for e in seen if e["type"] == "MODIFIED"][-1]
+    terminated = last["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
+    assert last["status"]["phase"] == "Failed"
+    server.request("DELETE", f"{PODS}/quick")
+    wait_gone(server, "quick")
+    # an unbound pod goes at once
+    unbound = pod("unbound")
+    del unbound["spec"]["nodeName"]
+    create(server, unbound)
+    code, answer = server.request("DELETE", f"{PODS}/unbound")
+    assert code == 200
+    assert answer["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert server.request("GET", f"{PODS}/unbound")[0] == 404
+
+
+def wait_gone(server: Server, name: str) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if server.request("GET", f"{PODS}/{name}")[0] == 404:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} is still there: {get(server, name)}")
+
+
+@FAST
+def test_kubectl_sees_the_pods(server: Server) -> None:
+    make_node(server)
+    create(server, pod("web"))
+    create(server, pod("job", restartPolicy="Never"))
+    out = server.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=20s")
+    assert out.stdout.strip() == "pod/web condition met"
+    wait(server, "job", phase("Succeeded"))
+    table = server.kubectl("get", "pods", "-o", "wide").stdout
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
+    assert rows["web"][1:3] == ["1/1", "Running"]
+    assert rows["web"][5] == "10.244.7.2"
+    assert rows["web"][6] == NODE
