@@ -18,6 +18,7 @@ EXEMPT = {
     # the kind table and the kinds' own logic
     "api/kinds": "strategies and storages of each kind",
     "api/controllers": "controllers of one kind each (namespaces, CRDs)",
+    "api/simulation": "the simulated cluster: kubelets, scheduler, node agents of pods and nodes",
     # declarations of the kinds, and codecs per kind (kube's generated code per type)
     "api/catalogue/extra.py": "hand-written kind data: short names, columns, served versions",
     "api/encoding/gotypes.py": "generated: the Go types of the kinds' fields, by struct",

@@ -429,3 +429,69 @@ def test_kubectl_sees_the_pods(server: Server) -> None:
     assert rows["web"][1:3] == ["1/1", "Running"]
     assert rows["web"][5] == "10.244.7.2"
     assert rows["web"][6] == NODE
+
+
+def raw(server: Server, path: str) -> tuple[int, str, str]:
+    """GET ``path``: (code, content type, body text)."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(server.url + server.path(path))
+    request.add_header("Authorization", f"Bearer {server.token}")
+    context = ssl.create_default_context(cafile=str(server.data_dir / "ca.crt"))
+    try:
+        with urllib.request.urlopen(request, context=context) as response:
+            return response.status, response.headers["content-type"], response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["content-type"], exc.read().decode()
+
+
+@FAST
+def test_pod_logs_come_from_the_annotation(server: Server) -> None:
+    make_node(server)
+    logs = {A + "log": "hello\nworld\n", A + "log.side": "from the side\n"}
+    create(server, pod("one", annotations=logs))
+    create(server, pod("two", "app", "side", annotations={**logs, A + "start-seconds": "30"}))
+    create(server, pod("quiet"))
+    wait(server, "one", ready)
+    assert raw(server, f"{PODS}/one/log") == (200, "text/plain", "hello\nworld\n")
+    out = server.kubectl("logs", "one").stdout
+    assert out == "hello\nworld\n"
+    assert server.kubectl("logs", "one", "--tail=1").stdout == "world\n"
+    wait(server, "quiet", ready)
+    assert server.kubectl("logs", "quiet").stdout == ""
+    code, status = server.request("GET", f"{PODS}/two/log")
+    assert (code, status["reason"], status["message"]) == (
+        400,
+        "BadRequest",
+        "a container name must be specified for pod two, choose one of: [app side]",
+    )
+    failed = server.kubectl("logs", "two", check=False)
+    assert failed.returncode != 0
+    assert failed.stderr == (
+        'Defaulted container "app" out of: app, side\nError from server (BadRequest): container '
+        '"app" in pod "two" is waiting to start: ContainerCreating\n'
+    )
+    waiting = server.kubectl("logs", "two", "-c", "side", check=False)
+    assert waiting.stderr.strip() == (
+        'Error from server (BadRequest): container "side" in pod "two" is waiting to start: '
+        "ContainerCreating"
+    )
+    code, status = server.request("GET", f"{PODS}/two/log?container=nope")
+    assert (code, status["reason"], status["message"]) == (
+        400,
+        "BadRequest",
+        "container nope is not valid for pod two",
+    )
+    code, status = server.request("POST", f"{PODS}/one/exec?command=ls&container=app")
+    assert (code, status["message"]) == (
+        400,
+        "kubelite simulates containers: pods/exec is not supported (no container runs)",
+    )
+    code, discovery = server.request("GET", "/api/v1")
+    entries = {r["name"]: r for r in discovery["resources"]}
+    assert entries["pods/log"]["verbs"] == ["get"]
+    assert entries["pods/log"]["kind"] == "Pod"
+    assert entries["pods/exec"]["kind"] == "PodExecOptions"
+    assert entries["pods/exec"]["verbs"] == ["create", "get"]

@@ -83,11 +83,11 @@ EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 
 #: Subresources kubelite serves (their storages: kubelite.api.machinery.subresources and .kinds);
-#: the others lightkube knows (pods/log, pods/eviction, pods/ephemeralcontainers, pods/resize,
+#: the others lightkube knows (pods/eviction, pods/ephemeralcontainers, pods/resize,
 #: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
 #: served=False and are neither routed nor discovered.
 SERVED_SUBRESOURCES: frozenset[str] = frozenset(
-    {"status", "scale", "finalize", "token", "binding", "ephemeralcontainers"}
+    {"status", "scale", "finalize", "token", "binding", "ephemeralcontainers", "log"}
 )
 
 #: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which

@@ -10,6 +10,7 @@ from kubelite.api.catalogue import ResourceInfo
 from kubelite.api.errors import Cause
 from kubelite.api.kinds.core.bindings import BindingREST
 from kubelite.api.kinds.core.poddefaults import default_pod
+from kubelite.api.kinds.core.podlogs import CONNECT_KINDS, PodConnectREST, PodLogREST
 from kubelite.api.kinds.core.validation import podephemeral, pods
 from kubelite.api.kinds.core.validation.podupdate import validate_pod_update
 from kubelite.api.kinds.resource import Resource, Wiring
@@ -125,6 +126,10 @@ def pod_storages(
     found: Storages = {"": store, **generic_subresources(store)}
     if "binding" in info.subresources:
         found["binding"] = BindingREST(store, info)
+    if "log" in info.subresources:
+        found["log"] = PodLogREST(store, info)
+        for name in CONNECT_KINDS:  # served once logs are: the containers are simulated
+            found[name] = PodConnectREST(store, info, name)
     if "ephemeralcontainers" in info.subresources:
         ephemeral = EphemeralContainersStrategy(strategy)
         found["ephemeralcontainers"] = ReadThrough(store, ephemeral, "ephemeralcontainers")
