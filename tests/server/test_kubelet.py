@@ -419,14 +419,33 @@ def wait_gone(server: Server, name: str) -> None:
 @FAST
 def test_kubectl_sees_the_pods(server: Server) -> None:
     make_node(server)
-    create(server, pod("web"))
+    create(server, pod("web", annotations={A + "stop-seconds": "10"}))
     create(server, pod("job", restartPolicy="Never"))
     out = server.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=20s")
     assert out.stdout.strip() == "pod/web condition met"
+    create(server, pod("bad", restartPolicy="Never", annotations={A + "exit-code": "2"}))
+    create(server, pod("loop", annotations={A + "exit-code": "1"}))
+    create(server, pod("later", annotations={A + "start-seconds": "60"}))
+    create(server, pod("inits", annotations={A + "start-seconds": "60"},
+                       initContainers=[{"name": "i", "image": "busybox"}]))  # fmt: skip
     wait(server, "job", phase("Succeeded"))
+    wait(server, "bad", phase("Failed"))
+    wait(server, "loop", lambda p: "CrashLoopBackOff" in json.dumps(p["status"]))
     table = server.kubectl("get", "pods", "-o", "wide").stdout
     rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows["web"][1:3] == ["1/1", "Running"]
+    assert rows["job"][1:3] == ["0/1", "Completed"]
+    assert rows["bad"][1:3] == ["0/1", "Error"]
+    assert rows["later"][1:3] == ["0/1", "ContainerCreating"]
+    assert rows["inits"][1:3] == ["0/1", "Init:0/1"]
+    deadline = time.monotonic() + 20
+    while rows["loop"][2] != "CrashLoopBackOff" and time.monotonic() < deadline:
+        table = server.kubectl("get", "pods").stdout
+        rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
+    assert rows["loop"][2] == "CrashLoopBackOff"
+    server.request("DELETE", f"{PODS}/web")  # web stops in 10 s: kubectl shows Terminating
+    table = server.kubectl("get", "pods", "web").stdout
+    assert table.splitlines()[1].split()[2] == "Terminating"
     assert rows["web"][5] == "10.244.7.2"
     assert rows["web"][6] == NODE
 

@@ -37,7 +37,8 @@ class ColumnSpec(NamedTuple):
       path ends at (several paths, comma-separated, add up);
     - ``sum``: the sum of the numbers the path matches;
     - ``ratio``: ``"<a>/<b>"``; each side is the sum of its numeric matches or, when they are
-      not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers).
+      not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers);
+    - ``pod-status``: a pod's STATUS as kube's printPod derives it from the whole pod.
     """
 
     name: str
@@ -236,6 +237,7 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
         ColumnSpec(
             "Status",
             ".status.phase",
+            render="pod-status",
             default="Pending",
             description="The aggregate status of the containers in this pod.",
         ),
