@@ -7,10 +7,11 @@ import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Server
+from harness import Server, start_in_process, stop_server
 
 from kubelite.api.simulation.config import Simulation
 
@@ -514,3 +515,24 @@ def test_pod_logs_come_from_the_annotation(server: Server) -> None:
     assert entries["pods/log"]["kind"] == "Pod"
     assert entries["pods/exec"]["kind"] == "PodExecOptions"
     assert entries["pods/exec"]["verbs"] == ["create", "get"]
+
+
+def test_a_restarted_kubelet_carries_on(tmp_path: Path, storage_url: str | None) -> None:
+    simulation = Simulation(nodes=0, backoff_scale=0.01)
+    first = start_in_process(tmp_path / "data", storage_url, simulation=simulation)
+    try:
+        make_node(first)
+        create(first, pod("web"))
+        before = wait(first, "web", ready)
+    finally:
+        stop_server(first)
+    second = start_in_process(tmp_path / "data", storage_url, simulation=simulation)
+    try:
+        create(second, pod("next"))
+        assert wait(second, "next", ready)["status"]["podIP"] == "10.244.7.3"  # .2 is taken
+        after = get(second, "web")
+        assert after["status"]["containerStatuses"] == before["status"]["containerStatuses"]
+        assert after["status"]["startTime"] == before["status"]["startTime"]
+        assert reasons(second, "web").count("Started") == 1
+    finally:
+        stop_server(second)

@@ -296,8 +296,10 @@ class SimulatedKubelet:
                         ipam.reserve(str(ip))
         rt = PodRuntime(pod, read_knobs(pod), time.time(), self.scale)
         rt.node, rt.host_ip = name, host_ip
-        if status.get("podIP") and not rt.host_network:
-            rt.ip = str(status["podIP"])  # a pod a previous kubelet started keeps its IP
+        if status.get("containerStatuses") or status.get("podIP"):
+            rt.adopt(status, time.time())  # a pod a previous kubelet started carries on
+            if rt.host_network:
+                rt.ip = ""
         self.runtimes[key] = rt
         return rt
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubelite.api.simulation.knobs import PodKnobs, image_id, image_size, qualified_image
@@ -112,6 +113,16 @@ def stamp(when: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
 
 
+def parse_stamp(text: Any, default: float) -> float:
+    """An RFC 3339 time as a Unix time (``default`` when absent or unreadable)."""
+    if not isinstance(text, str):
+        return default
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return default
+
+
 class PodRuntime:
     """One pod's simulated sandbox and containers, from the kubelet's first sight at ``now``."""
 
@@ -150,6 +161,46 @@ class PodRuntime:
                         else "ContainerCreating",
                     )
                 )
+
+    def adopt(self, status: Obj, now: float) -> None:
+        """Carry on from the status a previous kubelet wrote (this server restarted, or another
+        one led before): the sandbox and its IP, each container's run, restarts and last state,
+        so a running pod is not started again."""
+        if status.get("podIP"):
+            self.sandbox_ready, self.ip = True, str(status["podIP"])
+        found = {
+            s.get("name"): s
+            for key in ("initContainerStatuses", "containerStatuses")
+            for s in status.get(key) or []
+        }
+        for c in self.containers:
+            seen = found.get(c.name)
+            if not seen:
+                continue
+            c.restart_count = int(seen.get("restartCount") or 0)
+            last = (seen.get("lastState") or {}).get("terminated")
+            c.last = dict(last) if last else None
+            state = seen.get("state") or {}
+            knob = self.knobs.containers[c.name]
+            if "running" in state:
+                c.runs = c.restart_count + 1
+                c.state, c.reason = "running", ""
+                c.started_at = parse_stamp(state["running"].get("startedAt"), now)
+                c.container_id = str(seen.get("containerID") or "")
+                duration, c.exit_code, c.term_reason = knob.run(c.runs)
+                c.exit_at = None if duration is None else c.started_at + duration
+                c.ready_at = None if knob.never_ready else c.started_at + knob.ready_seconds
+            elif "terminated" in state or last:
+                ended = state.get("terminated") or last or {}
+                c.runs = c.restart_count + 1
+                c.state = "terminated"
+                c.exit_code = int(ended.get("exitCode") or 0)
+                c.term_reason = str(ended.get("reason") or "")
+                c.started_at = parse_stamp(ended.get("startedAt"), now)
+                c.finished_at = parse_stamp(ended.get("finishedAt"), now)
+                c.container_id = str(ended.get("containerID") or "")
+                if "terminated" not in state:
+                    c.last = None  # it is the run that ended: lastState again once restarted
 
     # -- what the status reads ---------------------------------------------------------------
 
