@@ -130,7 +130,7 @@ def state(p: Obj, index: int = 0) -> Obj:
 @FAST
 def test_a_bare_pod_runs_and_is_ready(server: Server) -> None:
     make_node(server)
-    reader, seen = server.watch_lines(PODS + "?watch=true", 20)
+    reader, seen = server.watch_lines(PODS + "?watch=true", 5)
     create(server, pod("web"))
     running = wait(server, "web", ready)
     status = running["status"]
@@ -167,7 +167,7 @@ def test_a_bare_pod_runs_and_is_ready(server: Server) -> None:
     # a second pod gets the next address
     create(server, pod("second"))
     assert wait(server, "second", ready)["status"]["podIP"] == "10.244.7.3"
-    reader.join(timeout=25)
+    reader.join(timeout=10)
     writes = [e["object"]["status"] for e in seen if e["object"]["metadata"]["name"] == "web"]
     creating = [
         s for s in writes
@@ -302,14 +302,14 @@ def test_init_containers_run_one_at_a_time(server: Server) -> None:
             {"name": "second", "image": "busybox"},
         ],
     )
-    reader, seen = server.watch_lines(PODS + "?watch=true", 15)
+    reader, seen = server.watch_lines(PODS + "?watch=true", 6)
     create(server, body)
     running = wait(server, "init", ready)
     statuses = running["status"]["initContainerStatuses"]
     assert [s["name"] for s in statuses] == ["first", "second"]
     assert all(s["state"]["terminated"]["reason"] == "Completed" for s in statuses)
     assert statuses[0]["image"] == "docker.io/library/busybox:latest"
-    reader.join(timeout=20)
+    reader.join(timeout=10)
     writes = [e["object"]["status"] for e in seen]
     initializing = [
         s for s in writes
@@ -536,3 +536,37 @@ def test_a_restarted_kubelet_carries_on(tmp_path: Path, storage_url: str | None)
         assert reasons(second, "web").count("Started") == 1
     finally:
         stop_server(second)
+
+
+@FAST
+def test_sidecars_and_a_pod_deleted_before_it_started(server: Server) -> None:
+    make_node(server)
+    body = pod("side", initContainers=[
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
+        {"name": "setup", "image": "busybox"},
+    ])  # fmt: skip
+    create(server, body)
+    running = wait(server, "side", ready)
+    proxy, setup = running["status"]["initContainerStatuses"]
+    assert list(proxy["state"]) == ["running"]
+    assert proxy["ready"] is True
+    assert proxy["started"] is True
+    assert setup["state"]["terminated"]["reason"] == "Completed"
+    assert running["status"]["phase"] == "Running"
+    create(server, pod("pending", annotations={A + "start-seconds": "60"}))
+    wait(server, "pending", lambda p: bool(p["status"].get("hostIP")))
+    reader, seen = server.watch_lines(PODS + "?watch=true&fieldSelector=metadata.name%3Dpending", 4)
+    server.request("DELETE", f"{PODS}/pending")
+    wait_gone(server, "pending")
+    reader.join(timeout=10)
+    last = [e["object"] for e in seen if e["type"] == "MODIFIED"][-1]
+    assert last["status"]["phase"] == "Failed"
+    assert last["status"]["containerStatuses"][0]["state"] == {
+        "terminated": {
+            "exitCode": 137,
+            "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+            "startedAt": None,
+            "finishedAt": None,
+        }
+    }

@@ -40,6 +40,16 @@ def container_status(rt: PodRuntime, c: Container, now: float) -> Obj:
         state: Obj = {"running": {"startedAt": stamp(c.started_at)}}
     elif c.state == "terminated":
         state = {"terminated": c.terminated()}
+    elif rt.stopped:  # never started, and the pod is done: the status manager's TerminatePod
+        state = {
+            "terminated": {
+                "exitCode": 137,
+                "reason": "ContainerStatusUnknown",
+                "message": "The container could not be located when the pod was terminated",
+                "startedAt": None,
+                "finishedAt": None,
+            }
+        }
     else:
         waiting: Obj = {"reason": c.reason}
         if c.message:
@@ -98,9 +108,8 @@ def phase(rt: PodRuntime, pod_is_terminal: bool) -> str:
     if failed_init and rt.policy == "Never":
         return "Failed"
     if pending_init or (pending_sidecars and not started) or waiting:
-        if pod_is_terminal and not running:
-            return "Failed" if failed_init or stopped != succeeded else "Succeeded"
-        return "Pending"
+        # a pod stopped before its containers all ran: TerminatePod marks it Failed
+        return "Failed" if pod_is_terminal and not running else "Pending"
     if running:
         return "Running"
     if stopped:
