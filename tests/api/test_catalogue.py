@@ -177,10 +177,13 @@ def test_pod_subresources_known_but_only_those_kubelite_serves_served(
     catalogue: Catalogue,
 ) -> None:
     pods = info(catalogue, "", "v1", "pods")
-    assert pods.subresources == ("binding", "ephemeralcontainers", "status")
+    assert pods.subresources == ("binding", "ephemeralcontainers", "log", "status")
     log = pods.subresource("log")
     assert log is not None
-    assert not log.served
+    assert log.served
+    resize = pods.subresource("resize")
+    assert resize is not None
+    assert not resize.served
     eviction = pods.subresource("eviction")
     assert eviction is not None
     assert (eviction.group, eviction.kind) == ("policy", "Eviction")
