@@ -584,3 +584,26 @@ def test_sidecars_and_a_pod_deleted_before_it_started(server: Server) -> None:
             "finishedAt": None,
         }
     }
+
+
+@FAST
+def test_a_pod_with_a_finalizer_is_stopped_then_waits_for_it(server: Server) -> None:
+    make_node(server)
+    body = pod("held")
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    create(server, body)
+    wait(server, "held", ready)
+    server.request("DELETE", f"{PODS}/held")
+    stopped = wait(server, "held", lambda p: p["metadata"].get("deletionGracePeriodSeconds") == 0)
+    assert stopped["status"]["phase"] == "Succeeded"
+    assert state(stopped)["terminated"]["reason"] == "Completed"
+    time.sleep(0.3)
+    assert (
+        get(server, "held")["metadata"]["resourceVersion"] == stopped["metadata"]["resourceVersion"]
+    )  # the kubelet is done with it
+    code, _ = server.request(
+        "PATCH", f"{PODS}/held", {"metadata": {"finalizers": None}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    assert code == 200
+    wait_gone(server, "held")

@@ -249,6 +249,12 @@ class SimulatedKubelet:
             self._forget(key)
             rt = None
         if rt is None:
+            meta = pod["metadata"]
+            if (pod.get("status") or {}).get("phase") in TERMINAL:
+                # finished before this kubelet: nothing to run; being deleted: finish that
+                if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds"):
+                    await self._delete(key, pod)
+                return
             rt = self._admit(key, pod, node)
             if rt is None:
                 return
@@ -283,8 +289,6 @@ class SimulatedKubelet:
         if not cidr or not host_ip:
             return None  # the Node's next change queues its pods again
         status = pod.get("status") or {}
-        if status.get("phase") in TERMINAL and not pod["metadata"].get("deletionTimestamp"):
-            return None  # finished before this kubelet: nothing to run
         name = node["metadata"]["name"]
         ipam = self.ipam.get(name)
         if ipam is None or ipam.cidr != cidr:
