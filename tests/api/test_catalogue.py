@@ -393,12 +393,18 @@ def test_table_cells_for_common_kinds(catalogue: Catalogue) -> None:
         "Name": "web",
         "Ready": "1/2",
         "Status": "Running",
-        "Restarts": 3,
+        "Restarts": "3",
         "Age": "2m10s",
         "IP": "<none>",
         "Node": "node-1",
         "Nominated Node": "<none>",
     }
+    restarted = {"finishedAt": "2026-01-01T11:59:48Z", "exitCode": 1}
+    pod["status"]["containerStatuses"][0]["lastState"] = {"terminated": restarted}
+    pod["spec"]["initContainers"] = [{"name": "side", "restartPolicy": "Always"}]
+    pod["status"]["initContainerStatuses"] = [{"name": "side", "ready": True, "restartCount": 0}]
+    found = cells(info(catalogue, "", "v1", "pods"), pod)
+    assert (found["Ready"], found["Restarts"]) == ("2/3", "3 (12s ago)")
     deployment = {
         "metadata": {"name": "d", "creationTimestamp": "2026-01-01T11:59:15Z"},
         "spec": {"replicas": 3},

@@ -454,6 +454,7 @@ def test_kubectl_sees_the_pods(server: Server) -> None:
         table = server.kubectl("get", "pods").stdout
         rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows["loop"][2] == "CrashLoopBackOff"
+    assert re.fullmatch(r"\d+ \(\d+s ago\)", " ".join(rows["loop"][3:6])), rows["loop"]
     server.request("DELETE", f"{PODS}/web")  # web stops in 10 s: kubectl shows Terminating
     table = server.kubectl("get", "pods", "web").stdout
     assert table.splitlines()[1].split()[2] == "Terminating"

@@ -191,6 +191,47 @@ def pod_status_reason(pod: dict[str, Any]) -> str:
     return reason
 
 
+def _sidecars(pod: dict[str, Any]) -> set[Any]:
+    init = (pod.get("spec") or {}).get("initContainers") or []
+    return {c.get("name") for c in init if c.get("restartPolicy") == "Always"}
+
+
+def pod_ready(pod: dict[str, Any]) -> str:
+    """READY as printPod counts it: ready containers of all, sidecar init containers included."""
+    status, spec = pod.get("status") or {}, pod.get("spec") or {}
+    sidecars = _sidecars(pod)
+    total = len(spec.get("containers") or []) + len(sidecars)
+    ready = sum(1 for c in status.get("containerStatuses") or [] if c.get("ready"))
+    ready += sum(
+        1
+        for c in status.get("initContainerStatuses") or []
+        if c.get("name") in sidecars and c.get("ready")
+    )
+    return f"{ready}/{total}"
+
+
+def pod_restarts(pod: dict[str, Any], now: datetime) -> str:
+    """RESTARTS as printPod shows it: the sum of the restart counts, with ``(<age> ago)`` of
+    the last termination a restart followed."""
+    status = pod.get("status") or {}
+    sidecars = _sidecars(pod)
+    statuses = list(status.get("containerStatuses") or [])
+    statuses += [c for c in status.get("initContainerStatuses") or [] if c.get("name") in sidecars]
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    last: datetime | None = None
+    for c in statuses:
+        finished = ((c.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        if isinstance(finished, str):
+            try:
+                when = datetime.fromisoformat(finished.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            last = when if last is None or when > last else last
+    if restarts and last is not None:
+        return f"{restarts} ({human_duration((now - last).total_seconds())} ago)"
+    return str(restarts)
+
+
 def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None) -> Any:
     """The Table cell ``column`` shows for ``obj`` (a JSON string, number, bool or null).
 
@@ -238,6 +279,10 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
         return sum(v for v in json_path_values(column.json_path, obj) if _is_number(v))
     if render == "pod-status":
         return pod_status_reason(obj)
+    if render == "pod-ready":
+        return pod_ready(obj)
+    if render == "pod-restarts":
+        return pod_restarts(obj, now or datetime.now(UTC))
     if render == "ratio":
         numerator, _, denominator = column.json_path.partition("/")
         return f"{_ratio_side(numerator, obj)}/{_ratio_side(denominator, obj)}"

@@ -38,7 +38,8 @@ class ColumnSpec(NamedTuple):
     - ``sum``: the sum of the numbers the path matches;
     - ``ratio``: ``"<a>/<b>"``; each side is the sum of its numeric matches or, when they are
       not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers);
-    - ``pod-status``: a pod's STATUS as kube's printPod derives it from the whole pod.
+    - ``pod-status``, ``pod-ready``, ``pod-restarts``: a pod's STATUS, READY (sidecars
+      counted) and RESTARTS (``3 (12s ago)``) as kube's printPod derives them.
     """
 
     name: str
@@ -231,7 +232,7 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
         ColumnSpec(
             "Ready",
             ".status.containerStatuses[?(@.ready==true)]/.spec.containers[*]",
-            render="ratio",
+            render="pod-ready",
             description="The aggregate readiness state of this pod for accepting traffic.",
         ),
         ColumnSpec(
@@ -244,8 +245,8 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
         ColumnSpec(
             "Restarts",
             ".status.containerStatuses[*].restartCount",
-            "integer",
-            "sum",
+            "string",
+            "pod-restarts",
             description="The number of times the containers in this pod have been restarted.",
         ),
         AGE,
