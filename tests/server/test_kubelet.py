@@ -455,6 +455,12 @@ def test_kubectl_sees_the_pods(server: Server) -> None:
         rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows["loop"][2] == "CrashLoopBackOff"
     assert re.fullmatch(r"\d+ \(\d+s ago\)", " ".join(rows["loop"][3:6])), rows["loop"]
+    described = server.kubectl("describe", "pod", "web").stdout
+    assert re.search(r"Normal\s+Started\s+\S+\s+kubelet\s+.*Container started", described)
+    assert "IP:               10.244.7." in described
+    executed = server.kubectl("exec", "web", "--", "ls", check=False)
+    assert executed.returncode != 0
+    assert "kubelite simulates containers: pods/exec is not supported" in executed.stderr
     server.request("DELETE", f"{PODS}/web")  # web stops in 10 s: kubectl shows Terminating
     table = server.kubectl("get", "pods", "web").stdout
     assert table.splitlines()[1].split()[2] == "Terminating"
@@ -514,6 +520,11 @@ def test_pod_logs_come_from_the_annotation(server: Server) -> None:
         400,
         "BadRequest",
         "container nope is not valid for pod two",
+    )
+    code, status = server.request("GET", f"{PODS}/one/log?previous=true")
+    assert (code, status["message"]) == (
+        400,
+        'previous terminated container "app" in pod "one" not found',
     )
     code, status = server.request("POST", f"{PODS}/one/exec?command=ls&container=app")
     assert (code, status["message"]) == (
@@ -608,3 +619,30 @@ def test_a_pod_with_a_finalizer_is_stopped_then_waits_for_it(server: Server) -> 
     )  # fmt: skip
     assert code == 200
     wait_gone(server, "held")
+
+
+@FAST
+def test_an_image_pulled_always_and_a_slow_pull(server: Server) -> None:
+    make_node(server)
+    latest = pod("latest")
+    latest["spec"]["containers"][0]["image"] = "nginx"  # :latest: imagePullPolicy Always
+    create(server, latest)
+    create(server, pod("slow", annotations={A + "image-pull": "slow:1"}))
+    running = wait(server, "latest", ready)
+    assert running["status"]["containerStatuses"][0]["image"] == "docker.io/library/nginx:latest"
+    found = [(e["reason"], e["message"]) for e in events(server, "latest")]
+    assert found[0] == ("Pulling", 'Pulling image "nginx"')
+    assert re.fullmatch(
+        r'Successfully pulled image "nginx" in \S+ \(\S+ including waiting\)\. Image size: '
+        r"\d+ bytes\.",
+        found[1][1],
+    )
+    assert [r for r, _ in found[1:]] == ["Pulled", "Created", "Started"]
+    pending = get(server, "slow")
+    if not ready(pending):
+        assert state(pending)["waiting"]["reason"] in ("ContainerCreating",)
+    slow = wait(server, "slow", ready)
+    pulled = next(e for e in events(server, "slow") if e["reason"] == "Pulled")
+    assert pulled["message"].startswith('Successfully pulled image "nginx:1.27" in 1s (1s ')
+    started = slow["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+    assert started >= slow["status"]["startTime"]
