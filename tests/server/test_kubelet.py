@@ -228,7 +228,11 @@ def test_a_pod_on_a_node_that_is_not_simulated_is_left_alone(server: Server) -> 
     assert code == 201
     create(server, pod("elsewhere", node="real"))
     create(server, pod("here"))
+    create(server, pod("host", hostNetwork=True))
     wait(server, "here", ready)
+    host = wait(server, "host", ready)
+    assert host["status"]["podIP"] == HOST_IP
+    assert host["status"]["podIPs"] == [{"ip": HOST_IP}]
     assert get(server, "elsewhere")["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
 
 
