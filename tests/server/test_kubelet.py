@@ -171,6 +171,10 @@ def test_a_bare_pod_runs_and_is_ready(server: Server) -> None:
     assert list(container["state"]) == ["running"]
     assert container["state"]["running"]["startedAt"]
     assert container["lastState"] == {}
+    time.sleep(0.3)  # nothing more to write once it runs
+    assert (
+        get(server, "web")["metadata"]["resourceVersion"] == running["metadata"]["resourceVersion"]
+    )
     # a second pod gets the next address
     create(server, pod("second"))
     assert wait(server, "second", ready)["status"]["podIP"] == "10.244.7.3"
@@ -449,6 +453,8 @@ def test_kubectl_sees_the_pods(server: Server) -> None:
     table = server.kubectl("get", "pods", "-o", "wide").stdout
     rows = {line.split()[0]: line.split() for line in table.splitlines()[1:]}
     assert rows["web"][1:3] == ["1/1", "Running"]
+    assert rows["web"][5].startswith("10.244.7.")
+    assert rows["web"][6] == NODE
     assert rows["job"][1:3] == ["0/1", "Completed"]
     assert rows["bad"][1:3] == ["0/1", "Error"]
     assert rows["later"][1:3] == ["0/1", "ContainerCreating"]
@@ -468,8 +474,6 @@ def test_kubectl_sees_the_pods(server: Server) -> None:
     server.request("DELETE", f"{PODS}/web")  # web stops in 10 s: kubectl shows Terminating
     table = server.kubectl("get", "pods", "web").stdout
     assert table.splitlines()[1].split()[2] == "Terminating"
-    assert rows["web"][5].startswith("10.244.7.")
-    assert rows["web"][6] == NODE
 
 
 def raw(server: Server, path: str) -> tuple[int, str, str]:

@@ -279,7 +279,8 @@ class SimulatedKubelet:
         if rt.stopped or (rt.terminal and meta.get("deletionTimestamp")):
             await self._delete(key, pod)
             return
-        due = rt.next_due(time.time())
+        due = rt.next_due(now)  # as of the status written: a change since is due at once
+        log.debug("kubelet: pod %s synced; next change %s", key, due and due - time.time())
         if due is not None:
             self.queue.add_after(key, max(due - time.time(), 0.0))
 
