@@ -177,10 +177,13 @@ def test_pod_subresources_known_but_only_those_kubelite_serves_served(
     catalogue: Catalogue,
 ) -> None:
     pods = info(catalogue, "", "v1", "pods")
-    assert pods.subresources == ("binding", "ephemeralcontainers", "eviction", "status")
+    assert pods.subresources == ("binding", "ephemeralcontainers", "eviction", "log", "status")
     log = pods.subresource("log")
     assert log is not None
-    assert not log.served
+    assert log.served
+    resize = pods.subresource("resize")
+    assert resize is not None
+    assert not resize.served
     eviction = pods.subresource("eviction")
     assert eviction is not None
     assert (eviction.group, eviction.version, eviction.kind) == ("policy", "v1", "Eviction")
@@ -391,12 +394,18 @@ def test_table_cells_for_common_kinds(catalogue: Catalogue) -> None:
         "Name": "web",
         "Ready": "1/2",
         "Status": "Running",
-        "Restarts": 3,
+        "Restarts": "3",
         "Age": "2m10s",
         "IP": "<none>",
         "Node": "node-1",
         "Nominated Node": "<none>",
     }
+    restarted = {"finishedAt": "2026-01-01T11:59:48Z", "exitCode": 1}
+    pod["status"]["containerStatuses"][0]["lastState"] = {"terminated": restarted}
+    pod["spec"]["initContainers"] = [{"name": "side", "restartPolicy": "Always"}]
+    pod["status"]["initContainerStatuses"] = [{"name": "side", "ready": True, "restartCount": 0}]
+    found = cells(info(catalogue, "", "v1", "pods"), pod)
+    assert (found["Ready"], found["Restarts"]) == ("2/3", "3 (12s ago)")
     deployment = {
         "metadata": {"name": "d", "creationTimestamp": "2026-01-01T11:59:15Z"},
         "spec": {"replicas": 3},

@@ -26,6 +26,7 @@ from kubelite.api.machinery.listing import ListOptions
 from kubelite.api.machinery.patching import APPLY_PATCH, decode_apply
 from kubelite.api.machinery.rest import (
     CollectionDeleter,
+    Connecter,
     Context,
     Creater,
     DeleteOptions,
@@ -38,6 +39,8 @@ from kubelite.api.machinery.rest import (
     Patcher,
     ResetFields,
     Storage,
+    Streamed,
+    Streamer,
     Updater,
     Warnings,
     Watcher,
@@ -107,7 +110,16 @@ class Handlers:
         }
 
     async def serve(self, request: Request, send: Send, target: Target) -> None:
-        handler = self.by_verb.get(request.info.verb)
+        verb, storage, ctx = request.info.verb, target.storage, target.ctx
+        if verb in ("get", "create") and implements(storage, Connecter):
+            connecter: Connecter = target.serving(Connecter)
+            await send_streamed(send, await connecter.connect(ctx, target.name, request.query))
+            return
+        if verb == "get" and implements(storage, Streamer):
+            streamer: Streamer = target.serving(Streamer)
+            await send_streamed(send, await streamer.stream(ctx, target.name, request.query))
+            return
+        handler = self.by_verb.get(verb)
         if handler is None:
             raise errors.method_not_allowed()
         try:
@@ -146,6 +158,21 @@ class Handlers:
         if self._stopped is None or self._stopped.get_loop() is not loop:
             self._stopped = loop.create_task(self.stopping.wait())
         return self._stopped
+
+
+async def send_streamed(send: Send, streamed: Streamed) -> None:
+    """Bytes as a storage answered them, with their content type."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", streamed.content_type.encode()),
+                (b"content-length", str(len(streamed.body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": streamed.body})
 
 
 async def get(request: Request, send: Send, target: Target) -> None:

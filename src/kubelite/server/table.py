@@ -124,6 +124,114 @@ def _scalar(value: Any) -> Any:
     return value
 
 
+def _terminated_reason(state: dict[str, Any], prefix: str = "") -> str:
+    if state.get("reason"):
+        return prefix + str(state["reason"])
+    if state.get("signal"):
+        return f"{prefix}Signal:{state['signal']}"
+    return f"{prefix}ExitCode:{state.get('exitCode', 0)}"
+
+
+def _condition_true(status: dict[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
+def pod_status_reason(pod: dict[str, Any]) -> str:
+    """A pod's STATUS as ``kubectl get pods`` shows it (kube's printPod,
+    pkg/printers/internalversion/printers.go): the reason or phase, then the first init
+    container not done (``Init:<reason>``, ``Init:1/2``), else the last container's waiting or
+    terminated reason (``ContainerCreating``, ``CrashLoopBackOff``, ``Completed``, ``Error``),
+    ``Running``/``NotReady`` when one completed while another runs, ``Terminating`` while a
+    non-terminal pod is being deleted."""
+    status, spec = pod.get("status") or {}, pod.get("spec") or {}
+    reason = str(status.get("reason") or status.get("phase") or "")
+    for c in status.get("conditions") or []:
+        if (c.get("type"), c.get("status"), c.get("reason")) == (
+            "PodScheduled", "False", "SchedulingGated"
+        ):  # fmt: skip
+            reason = "SchedulingGated"
+    init_specs = spec.get("initContainers") or []
+    sidecars = {c.get("name") for c in init_specs if c.get("restartPolicy") == "Always"}
+    initializing = False
+    for i, container in enumerate(status.get("initContainerStatuses") or []):
+        state = container.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if terminated is not None and terminated.get("exitCode", 0) == 0:
+            continue
+        if container.get("name") in sidecars and container.get("started"):
+            continue
+        if terminated is not None:
+            reason = _terminated_reason(terminated, "Init:")
+        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+    if not initializing or _condition_true(status, "Initialized"):
+        running = False
+        for container in reversed(status.get("containerStatuses") or []):
+            state = container.get("state") or {}
+            if (state.get("waiting") or {}).get("reason"):
+                reason = str(state["waiting"]["reason"])
+            elif state.get("terminated") is not None:
+                reason = _terminated_reason(state["terminated"])
+            elif state.get("running") is not None and container.get("ready"):
+                running = True
+        if reason == "Completed" and running:
+            reason = "Running" if _condition_true(status, "Ready") else "NotReady"
+    meta = pod.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif status.get("phase") not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    return reason
+
+
+def _sidecars(pod: dict[str, Any]) -> set[Any]:
+    init = (pod.get("spec") or {}).get("initContainers") or []
+    return {c.get("name") for c in init if c.get("restartPolicy") == "Always"}
+
+
+def pod_ready(pod: dict[str, Any]) -> str:
+    """READY as printPod counts it: ready containers of all, sidecar init containers included."""
+    status, spec = pod.get("status") or {}, pod.get("spec") or {}
+    sidecars = _sidecars(pod)
+    total = len(spec.get("containers") or []) + len(sidecars)
+    ready = sum(1 for c in status.get("containerStatuses") or [] if c.get("ready"))
+    ready += sum(
+        1
+        for c in status.get("initContainerStatuses") or []
+        if c.get("name") in sidecars and c.get("ready")
+    )
+    return f"{ready}/{total}"
+
+
+def pod_restarts(pod: dict[str, Any], now: datetime) -> str:
+    """RESTARTS as printPod shows it: the sum of the restart counts, with ``(<age> ago)`` of
+    the last termination a restart followed."""
+    status = pod.get("status") or {}
+    sidecars = _sidecars(pod)
+    statuses = list(status.get("containerStatuses") or [])
+    statuses += [c for c in status.get("initContainerStatuses") or [] if c.get("name") in sidecars]
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    last: datetime | None = None
+    for c in statuses:
+        finished = ((c.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        if isinstance(finished, str):
+            try:
+                when = datetime.fromisoformat(finished.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            last = when if last is None or when > last else last
+    if restarts and last is not None:
+        return f"{restarts} ({human_duration((now - last).total_seconds())} ago)"
+    return str(restarts)
+
+
 def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None) -> Any:
     """The Table cell ``column`` shows for ``obj`` (a JSON string, number, bool or null).
 
@@ -171,6 +279,12 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
         return total
     if render == "sum":
         return sum(v for v in json_path_values(column.json_path, obj) if _is_number(v))
+    if render == "pod-status":
+        return pod_status_reason(obj)
+    if render == "pod-ready":
+        return pod_ready(obj)
+    if render == "pod-restarts":
+        return pod_restarts(obj, now or datetime.now(UTC))
     if render == "ratio":
         numerator, _, denominator = column.json_path.partition("/")
         return f"{_ratio_side(numerator, obj)}/{_ratio_side(denominator, obj)}"

@@ -37,7 +37,9 @@ class ColumnSpec(NamedTuple):
       path ends at (several paths, comma-separated, add up);
     - ``sum``: the sum of the numbers the path matches;
     - ``ratio``: ``"<a>/<b>"``; each side is the sum of its numeric matches or, when they are
-      not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers).
+      not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers);
+    - ``pod-status``, ``pod-ready``, ``pod-restarts``: a pod's STATUS, READY (sidecars
+      counted) and RESTARTS (``3 (12s ago)``) as kube's printPod derives them.
     """
 
     name: str
@@ -83,11 +85,10 @@ EXTRA_SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 UNSERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset()
 
 #: Subresources kubelite serves (their storages: kubelite.api.machinery.subresources and .kinds);
-#: the others lightkube knows (pods/log, pods/resize,
-#: certificatesigningrequests/approval) are listed in ResourceInfo.known_subresources with
-#: served=False and are neither routed nor discovered.
+#: the others lightkube knows (pods/resize, certificatesigningrequests/approval) are listed in
+#: ResourceInfo.known_subresources with served=False and are neither routed nor discovered.
 SERVED_SUBRESOURCES: frozenset[str] = frozenset(
-    {"status", "scale", "finalize", "token", "binding", "eviction", "ephemeralcontainers"}
+    {"status", "scale", "finalize", "token", "binding", "eviction", "ephemeralcontainers", "log"}
 )
 
 #: /apis order: kube-apiserver sorts groups by APIService group priority (then by name), which
@@ -253,20 +254,21 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
         ColumnSpec(
             "Ready",
             ".status.containerStatuses[?(@.ready==true)]/.spec.containers[*]",
-            render="ratio",
+            render="pod-ready",
             description="The aggregate readiness state of this pod for accepting traffic.",
         ),
         ColumnSpec(
             "Status",
             ".status.phase",
+            render="pod-status",
             default="Pending",
             description="The aggregate status of the containers in this pod.",
         ),
         ColumnSpec(
             "Restarts",
             ".status.containerStatuses[*].restartCount",
-            "integer",
-            "sum",
+            "string",
+            "pod-restarts",
             description="The number of times the containers in this pod have been restarted.",
         ),
         AGE,

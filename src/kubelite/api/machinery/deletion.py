@@ -6,11 +6,12 @@ marked as deleting, and the Status a removed object answers with.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo
-from kubelite.api.encoding.stored import now
+from kubelite.api.encoding.stored import clone, now
 from kubelite.api.errors import Cause
 from kubelite.api.machinery.rest import FOREGROUND, ORPHAN, PROPAGATION_POLICIES, DeleteOptions
 from kubelite.api.machinery.strategy import ORPHAN_DEPENDENTS, UNSUPPORTED
@@ -66,9 +67,8 @@ def options_from(body: Any, query: dict[str, str], dry_run: bool) -> DeleteOptio
         propagation_policy=policy,
         orphan_dependents=bool(orphan) if orphan is not None else None,
     )
-    return options._replace(
-        sent=_sent(options, body.get("gracePeriodSeconds", query.get("gracePeriodSeconds")))
-    )
+    sent = _sent(options, body.get("gracePeriodSeconds", query.get("gracePeriodSeconds")))
+    return options._replace(sent=sent, grace_period_seconds=sent.get("gracePeriodSeconds"))
 
 
 def _sent(options: DeleteOptions, grace: Any) -> Obj:
@@ -171,6 +171,53 @@ def mark_deleting(obj: Obj) -> None:
     meta["deletionGracePeriodSeconds"] = 0
     if int(meta.get("generation") or 0) > 0:
         meta["generation"] = int(meta["generation"]) + 1
+
+
+def graceful_deletion(obj: Obj, opts: DeleteOptions, period: int | None) -> Obj | None:
+    """What a graceful DELETE makes of ``obj`` (kube's ``rest.BeforeDelete``,
+    k8s.io/apiserver pkg/registry/rest/delete.go) for a kind whose strategy deletes gracefully
+    and chose ``period`` (its CheckGracefulDelete; None: not graceful). Returns the object marked
+    (``deletionTimestamp`` now + period, ``deletionGracePeriodSeconds``, generation moved once),
+    ``obj`` itself when a graceful deletion is pending and the request does not shorten it
+    (nothing to write), or None when the deletion is not graceful (delete now, or mark for the
+    finalizers). A deletion already marked with grace 0 (or none) is not graceful."""
+    meta = obj["metadata"]
+    requested = opts.grace_period_seconds
+    if requested is not None and requested < 0:
+        requested = 1
+    if meta.get("deletionTimestamp"):
+        current = meta.get("deletionGracePeriodSeconds")
+        if current is not None and current < 0:
+            current = 1
+        if not current:
+            return None
+        if requested is None or requested >= current:
+            return obj
+        marked = clone(obj)
+        began = parse_time(meta["deletionTimestamp"]) - timedelta(seconds=current)
+        marked["metadata"]["deletionTimestamp"] = format_time(began + timedelta(seconds=requested))
+        marked["metadata"]["deletionGracePeriodSeconds"] = requested
+        return marked
+    if period is None:
+        return None
+    marked = clone(obj)
+    mmeta = marked["metadata"]
+    stamp = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=period)
+    mmeta["deletionTimestamp"] = format_time(stamp)
+    mmeta["deletionGracePeriodSeconds"] = period
+    if int(mmeta.get("generation") or 0) > 0:
+        mmeta["generation"] = int(mmeta["generation"]) + 1
+    return marked
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 timestamp (``2026-01-02T03:04:05Z``) as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def format_time(when: datetime) -> str:
+    """``when`` as Kubernetes writes a metav1.Time (RFC 3339, seconds, UTC)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def success_status(info: ResourceInfo, obj: Obj) -> Obj:

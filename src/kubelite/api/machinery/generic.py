@@ -454,9 +454,23 @@ class GenericStore:
         finalizers (those it has, and the one its propagation policy adds) hold it, else
         purged."""
         meta = current["metadata"]
+        period = None
+        if not meta.get("deletionTimestamp"):
+            period = self.strategy.check_graceful_delete(current, opts.grace_period_seconds)
+        graceful = deletion.graceful_deletion(current, opts, period)
+        if graceful is current:
+            return current  # a graceful deletion pending: nothing to change (kube's finalizeDelete)
         policy = self.strategy.default_gc_policy(self.info)
         before = list(meta.get("finalizers") or [])
         finalizers = deletion.gc_finalizers(policy, opts, before)
+        if graceful is not None:
+            graceful["metadata"]["finalizers"] = finalizers
+            if not finalizers:
+                del graceful["metadata"]["finalizers"]
+            graceful["metadata"].pop("resourceVersion", None)
+            if finalizers or graceful["metadata"].get("deletionGracePeriodSeconds"):
+                return graceful  # the grace period (or the finalizers) hold it
+            return Purge(graceful)
         if not finalizers:
             return Purge(current)
         marked = clone(current)

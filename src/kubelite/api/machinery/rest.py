@@ -16,7 +16,7 @@ object it read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
@@ -94,6 +94,8 @@ class DeleteOptions(NamedTuple):
     #: the DeleteOptions as the client sent them (meta.k8s.io/v1 fields), what kube's handlers
     #: give admission; None: a delete of the server's
     sent: Obj | None = None
+    #: ``gracePeriodSeconds`` (None: the kind's default, for kinds deleted gracefully: pods)
+    grace_period_seconds: int | None = None
 
 
 class WatchOptions(NamedTuple):
@@ -198,6 +200,29 @@ class CollectionDeleter(Protocol):
     ) -> Obj: ...
 
 
+class Streamed(NamedTuple):
+    """Bytes a storage answers as they are (not an object): their content type and body."""
+
+    content_type: str
+    body: bytes
+
+
+@runtime_checkable
+class Streamer(Protocol):
+    """A subresource whose GET answers bytes of its own content type, given the request's
+    query (kube's rest.ResourceStreamer: ``pods/log``, text/plain)."""
+
+    async def stream(self, ctx: Context, name: str, query: Mapping[str, str]) -> Streamed: ...
+
+
+@runtime_checkable
+class Connecter(Protocol):
+    """A subresource that connects the client to something running, for GET and POST alike
+    (kube's rest.Connecter: ``pods/exec``, ``pods/attach``, ``pods/portforward``)."""
+
+    async def connect(self, ctx: Context, name: str, query: Mapping[str, str]) -> Streamed: ...
+
+
 #: Each verb and the interface that serves it. ``create`` on a subresource is a NamedCreater.
 VERB_INTERFACES: tuple[tuple[str, type], ...] = (
     ("create", Creater),
@@ -230,4 +255,8 @@ def verbs(storage: object) -> tuple[str, ...]:
     found = {verb for verb, interface in VERB_INTERFACES if implements(storage, interface)}
     if implements(storage, NamedCreater):
         found.add("create")
+    if implements(storage, Streamer):
+        found.add("get")
+    if implements(storage, Connecter):
+        found.update(("create", "get"))
     return tuple(sorted(found))

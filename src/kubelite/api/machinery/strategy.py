@@ -146,7 +146,11 @@ class Strategy:
         """Whether an update that leaves ``obj`` like this deletes it instead of storing it: it
         is being deleted and nothing holds it any more (kube's ShouldDeleteDuringUpdate)."""
         meta = obj.get("metadata") or {}
-        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+        return (
+            bool(meta.get("deletionTimestamp"))
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")  # a graceful deletion still running
+        )
 
     # -- delete --------------------------------------------------------------------------------
 
@@ -155,6 +159,12 @@ class Strategy:
         was asked at: DeleteDependents (background), OrphanDependents, or Unsupported (no
         garbage-collection finalizers at all)."""
         return DELETE_DEPENDENTS
+
+    def check_graceful_delete(self, obj: Obj, grace_period_seconds: int | None) -> int | None:
+        """The grace period a DELETE of ``obj`` waits (kube's RESTGracefulDeleteStrategy
+        CheckGracefulDelete): None for kinds deleted at once (the default); a kind that deletes
+        gracefully (pods) answers the period, 0 to delete now."""
+        return None
 
     # -- subresources --------------------------------------------------------------------------
 

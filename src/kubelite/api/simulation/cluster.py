@@ -8,6 +8,7 @@ from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.manager import Controller
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.simulation.config import Simulation
+from kubelite.api.simulation.kubelet import SimulatedKubelet
 from kubelite.api.simulation.nodes import NodeAgent
 from kubelite.api.simulation.scheduler import NAME as SCHEDULER
 from kubelite.api.simulation.scheduler import Scheduler
@@ -20,5 +21,6 @@ def simulated_cluster(
     found: dict[str, Controller] = {
         "node-agent": NodeAgent(registry, catalogue, simulation),
         SCHEDULER: Scheduler(registry, catalogue),
+        "kubelet": SimulatedKubelet(registry, catalogue, simulation),
     }
     return found

@@ -11,6 +11,7 @@ from kubelite.api.errors import Cause
 from kubelite.api.kinds.core.bindings import BindingREST, scheduled_condition
 from kubelite.api.kinds.core.evictions import EvictionREST
 from kubelite.api.kinds.core.poddefaults import default_pod
+from kubelite.api.kinds.core.podlogs import CONNECT_KINDS, PodConnectREST, PodLogREST
 from kubelite.api.kinds.core.validation import podephemeral, pods
 from kubelite.api.kinds.core.validation.podupdate import validate_pod_update
 from kubelite.api.kinds.resource import Resource, Wiring
@@ -57,6 +58,21 @@ class PodStrategy(BuiltinStrategy):
                 message="Scheduling is blocked due to non-empty scheduling gates",
             )
         obj["status"] = status
+
+    def check_graceful_delete(self, obj: Obj, grace_period_seconds: int | None) -> int | None:
+        """kube's podStrategy.CheckGracefulDelete (pkg/registry/core/pod/strategy.go): the
+        request's grace period, else ``spec.terminationGracePeriodSeconds`` (else 0); 0 for a
+        pod not bound to a node or already terminal (Succeeded, Failed); a negative one is 1.
+        A bound pod then keeps its deletionTimestamp until its kubelet deletes it."""
+        spec = obj.get("spec") or {}
+        period = grace_period_seconds
+        if period is None:
+            period = int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName"):
+            period = 0
+        if (obj.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
 
 
 class EphemeralContainersStrategy(BuiltinStrategy):
@@ -113,6 +129,10 @@ def pod_storages(
         pdbs = wiring.catalogue.require("policy", "v1", "poddisruptionbudgets")
         pdb_store = GenericStore(pdbs, wiring.strategy("policy", "poddisruptionbudgets"), backing)
         found["eviction"] = EvictionREST(store, info, pdb_store)
+    if "log" in info.subresources:
+        found["log"] = PodLogREST(store, info)
+        for name in CONNECT_KINDS:  # served once logs are: the containers are simulated
+            found[name] = PodConnectREST(store, info, name)
     if "ephemeralcontainers" in info.subresources:
         ephemeral = EphemeralContainersStrategy(strategy)
         found["ephemeralcontainers"] = ReadThrough(store, ephemeral, "ephemeralcontainers")
