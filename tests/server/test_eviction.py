@@ -1,6 +1,7 @@
-"""``pods/<name>/eviction`` (kube's pkg/registry/core/pod/storage/eviction.go) over HTTP. No
-kubelet runs here: the tests play it, binding pods to a node name and writing their status
-(Running, Ready) through ``pods/status``; the disruption controller keeps the budgets' status."""
+"""``pods/<name>/eviction`` (kube's pkg/registry/core/pod/storage/eviction.go) over HTTP. The
+pods are bound to a simulated node, whose kubelet runs them (Running, Ready, or never ready by
+annotation) and finishes their graceful deletion; the disruption controller keeps the budgets'
+status."""
 
 from __future__ import annotations
 
@@ -24,39 +25,46 @@ T = TypeVar("T")
 TOO_MANY = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
+#: the shared server's simulated node (its kubelet runs the pods placed on it)
+NODE = "kubelite-worker"
+
+
 def make_pod(server: Server, name: str, labels: dict[str, str], *, ready: bool = True,
              phase: str = "Running", owner: dict[str, Any] | None = None,
-             node: str = "n1", volumes: list[Any] | None = None) -> Any:  # fmt: skip
-    """A pod bound to ``node`` whose status a kubelet would have written."""
+             node: str = NODE, volumes: list[Any] | None = None) -> Any:  # fmt: skip
+    """A pod bound to the simulated ``node``, once its kubelet reports it in ``phase`` and
+    Ready or not (a pod meant to be unready is annotated never to be ready; one meant to have
+    Succeeded has restartPolicy Never, whose containers exit at once with 0)."""
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "labels": labels},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]},
     }
+    if not ready:
+        body["metadata"]["annotations"] = {"kubelite.dev/simulate-never-ready": "true"}
+    if phase == "Succeeded":
+        body["spec"]["restartPolicy"] = "Never"
     if owner is not None:
         body["metadata"]["ownerReferences"] = [owner]
     if volumes:
         body["spec"]["volumes"] = volumes
     code, pod = server.request("POST", PODS, body)
     assert code == 201, pod
-    return set_status(server, name, ready=ready, phase=phase)
+    wanted = "True" if ready else "False"
+
+    def reported() -> Any:
+        _, found = server.request("GET", f"{PODS}/{name}")
+        status = found.get("status") or {}
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        return found if status.get("phase") == phase and conditions.get("Ready") == wanted else None
+
+    return wait_for(reported)
 
 
-def set_status(server: Server, name: str, *, ready: bool, phase: str = "Running") -> Any:
-    code, pod = server.request("GET", f"{PODS}/{name}")
-    assert code == 200, pod
-    status = "True" if ready else "False"
-    pod["status"] = {
-        "phase": phase,
-        "conditions": [
-            {"type": "Ready", "status": status},
-            {"type": "PodScheduled", "status": "True"},
-        ],
-    }
-    code, pod = server.request("PUT", f"{PODS}/{name}/status", pod)
-    assert code == 200, pod
-    return pod
+def wait_gone(server: Server, name: str) -> None:
+    """Until the pod is gone: an evicted pod is deleted gracefully, then by its kubelet."""
+    wait_for(lambda: True if server.request("GET", f"{PODS}/{name}")[0] == 404 else None)
 
 
 def pdb_body(name: str, spec: dict[str, Any], app: str = "web") -> dict[str, Any]:
@@ -98,8 +106,7 @@ def evict(server: Server, name: str, **kw: Any) -> tuple[int, Any]:
 def test_a_pod_no_budget_covers_is_deleted(server: Server) -> None:
     make_pod(server, "p", {"app": "x"})
     assert evict(server, "p") == (201, SUCCESS)
-    code, _ = server.request("GET", f"{PODS}/p")
-    assert code == 404
+    wait_gone(server, "p")
 
 
 def test_a_missing_pod_is_404(server: Server) -> None:
@@ -142,10 +149,12 @@ def test_the_budget_spends_then_refuses_with_kube_429(server: Server) -> None:
     reader, events = server.watch_lines(f"{PODS}?watch=1&fieldSelector=metadata.name=a", 2)
     time.sleep(0.3)
     assert evict(server, "a") == (201, SUCCESS)
-    assert server.request("GET", f"{PODS}/a")[0] == 404
+    wait_gone(server, "a")
     reader.join()
     kinds = [e["type"] for e in events]
-    assert kinds == ["ADDED", "MODIFIED", "DELETED"], kinds
+    # the condition, then the graceful delete, the kubelet's stop and its final delete
+    assert (kinds[0], kinds[-1]) == ("ADDED", "DELETED"), kinds
+    assert set(kinds[1:-1]) == {"MODIFIED"}, kinds
     (target,) = [
         c for c in events[1]["object"]["status"]["conditions"] if c["type"] == "DisruptionTarget"
     ]
@@ -195,15 +204,17 @@ def test_an_evicted_pod_held_by_a_finalizer_counts_no_more(server: Server) -> No
     budget(server, "pdb", {"minAvailable": 1}, healthy=3)
     code, pod = server.request("GET", f"{PODS}/a")
     pod["metadata"]["finalizers"] = ["example.com/hold"]
-    code, held = server.request("PUT", f"{PODS}/a", pod)
+    code, _ = server.request("PUT", f"{PODS}/a", pod)
     assert code == 200
     assert evict(server, "a") == (201, SUCCESS)
     code, pod = server.request("GET", f"{PODS}/a")
     assert code == 200
     assert pod["metadata"]["deletionTimestamp"]
     assert "DisruptionTarget" in [c["type"] for c in pod["status"]["conditions"]]
-    # written by the registry, as kube's eviction writes it: in nobody's managedFields
-    assert pod["metadata"]["managedFields"] == held["metadata"]["managedFields"]
+    # written by the registry, as kube's eviction writes it: in nobody's managedFields (the
+    # kubelet's own status writes, which follow the graceful delete, own other fields)
+    owned = json.dumps(pod["metadata"]["managedFields"])
+    assert 'k:{\\"type\\":\\"DisruptionTarget\\"}' not in owned, owned
     pdb = observed(server, "pdb", lambda s: s["currentHealthy"] == 2 and "disruptedPods" not in s)
     assert pdb["status"]["disruptionsAllowed"] == 1
     code, pod = server.request("GET", f"{PODS}/a")
@@ -237,7 +248,11 @@ def test_two_budgets_are_a_500(server: Server) -> None:
     )
     assert server.request("GET", f"{PODS}/a")[0] == 200
     # the disruption controller, seeing the pod change, names the budget it chose
-    set_status(server, "a", ready=False)
+    change = {"metadata": {"labels": {"app": "web", "seen": "yes"}}}
+    code, _ = server.request(
+        "PATCH", f"{PODS}/a", change, content_type="application/merge-patch+json"
+    )
+    assert code == 200
 
     def event() -> Any:
         _, listed = server.request("GET", "/api/v1/namespaces/{ns}/events")
@@ -270,7 +285,7 @@ def test_unhealthy_pods_and_the_policy(
     got, body = evict(server, "sick")
     assert got == code, body
     if code == 201:
-        assert server.request("GET", f"{PODS}/sick")[0] == 404
+        wait_gone(server, "sick")
         _, pdb = server.request("GET", f"{PDBS}/pdb")
         assert "disruptedPods" not in pdb["status"]  # the budget was not spent
         assert pdb["status"]["disruptionsAllowed"] == before["disruptionsAllowed"]
@@ -292,7 +307,8 @@ def test_dry_run_changes_nothing(server: Server) -> None:
     for name in ("a", "free"):
         code, pod = server.request("GET", f"{PODS}/{name}")
         assert code == 200
-        assert [c["type"] for c in pod["status"]["conditions"]] == ["Ready", "PodScheduled"]
+        assert "deletionTimestamp" not in pod["metadata"]
+        assert "DisruptionTarget" not in [c["type"] for c in pod["status"]["conditions"]]
     _, pdb = server.request("GET", f"{PDBS}/pdb")
     assert pdb["status"] == before["status"]
 
@@ -434,10 +450,8 @@ def web_pods(server: Server) -> list[str]:
     return [p["metadata"]["name"] for p in listed["items"]]
 
 
-@pytest.mark.fresh_server(simulation=Simulation(nodes=0))  # a Node of its own, cordoned
+@pytest.mark.fresh_server(simulation=Simulation(nodes=2))  # its nodes: one drained, one not
 def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
-    code, node = server.request("POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
-    assert code == 201, node
     apps = "/apis/apps/v1/namespaces/{ns}"
     template = {
         "metadata": {"labels": {"app": "d"}},
@@ -467,10 +481,10 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
     make_pod(server, "ds-1", {"app": "d"}, owner=ref(ds, "DaemonSet"))
     make_pod(server, "bare", {"app": "bare"})
     budget(server, "pdb", {"maxUnavailable": 1}, healthy=2)
-    refused = server.kubectl("drain", "n1", check=False)
+    refused = server.kubectl("drain", "kubelite-worker", check=False)
     assert refused.returncode == 1
-    assert refused.stdout == "node/n1 cordoned\n"  # kubectl cordons before it filters
-    assert 'error: unable to drain node "n1" due to error: [' in refused.stderr
+    assert refused.stdout == "node/kubelite-worker cordoned\n"  # kubectl cordons before it filters
+    assert 'error: unable to drain node "kubelite-worker" due to error: [' in refused.stderr
     assert (
         "cannot delete Pods that declare no controller (use --force to override): default/bare"
         in refused.stderr
@@ -484,22 +498,22 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
         "default/web-1" in refused.stderr
     )
     drain = server.kubectl_background(
-        "drain", "n1", "--ignore-daemonsets", "--delete-emptydir-data", "--force",
+        "drain", "kubelite-worker", "--ignore-daemonsets", "--delete-emptydir-data", "--force",
         "--timeout", "40s",
     )  # fmt: skip
     # the budget allows one pod down: once one of web-1/web-2 is evicted the other is refused
     # until a replacement runs (the ReplicaSet controller's part, played here, on another node)
     wait_for(lambda: True if len(web_pods(server)) == 1 else None, 30)
-    make_pod(server, "web-3", {"app": "web"}, owner=ref(rs, "ReplicaSet"), node="n2")
+    make_pod(server, "web-3", {"app": "web"}, owner=ref(rs, "ReplicaSet"), node="kubelite-worker2")
     out, err = drain.communicate(timeout=45)
     assert drain.returncode == 0, err
     drained = subprocess.CompletedProcess(drain.args, 0, out, err)
     out = drained.stdout
-    assert out.startswith("node/n1 already cordoned\n")
+    assert out.startswith("node/kubelite-worker already cordoned\n")
     for pod in ("bare", "web-1", "web-2"):
         assert f"evicting pod default/{pod}" in out
         assert f"pod/{pod} evicted" in out
-    assert out.rstrip().endswith("node/n1 drained")
+    assert out.rstrip().endswith("node/kubelite-worker drained")
     assert (
         "Warning: deleting Pods that declare no controller: default/bare; ignoring "
         "DaemonSet-managed Pods: default/ds-1"
@@ -511,7 +525,7 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
     )
     _, listed = server.request("GET", PODS)
     assert sorted(p["metadata"]["name"] for p in listed["items"]) == ["ds-1", "web-3"]
-    _, node = server.request("GET", "/api/v1/nodes/n1")
+    _, node = server.request("GET", "/api/v1/nodes/kubelite-worker")
     assert node["spec"]["unschedulable"] is True
 
 
@@ -547,4 +561,4 @@ def test_the_python_client_evicts_and_reads_the_429(server: Server) -> None:
     make_pod(server, "b", {"app": "web"})
     observed(server, "pdb", lambda s: s["disruptionsAllowed"] == 1)
     core.create_namespaced_pod_eviction("a", server.namespace, body)
-    assert server.request("GET", f"{PODS}/a")[0] == 404
+    wait_gone(server, "a")

@@ -59,7 +59,9 @@ def fs(server: Server) -> Server:
 
 def test_pod_field_labels(fs: Server) -> None:
     ok(fs, "POST", PODS, pod("a", nodeName="n1", hostNetwork=True, restartPolicy="Never"))
-    ok(fs, "POST", PODS, pod("b", restartPolicy="Always", serviceAccountName="robot"))
+    # b is left unscheduled: no scheduler is named by its schedulerName
+    none = {"schedulerName": "kubelite.test/no-scheduler"}
+    ok(fs, "POST", PODS, pod("b", restartPolicy="Always", serviceAccountName="robot", **none))
     assert names(fs, PODS, "spec.nodeName=n1") == ["a"]
     assert names(fs, PODS, "spec.nodeName=") == ["b"]
     assert names(fs, PODS, "spec.host=n1") == ["a"]  # old clients' name for spec.nodeName

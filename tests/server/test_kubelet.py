@@ -18,36 +18,28 @@ from kubelite.api.simulation.config import Simulation
 Obj = dict[str, Any]
 FAST = pytest.mark.fresh_server(simulation=Simulation(nodes=0, backoff_scale=0.01))
 NODE = "sim-node"
-HOST_IP = "172.18.0.7"
+HOST_IP = "172.18.0.2"
 PODS = "/api/v1/namespaces/{ns}/pods"
 A = "kubelite.dev/simulate-"
 
 
 def make_node(server: Server, name: str = NODE, cidr: str = "10.244.7.0/24") -> None:
+    """A simulated Node with its own podCIDR, once the node agent reported its status (the
+    first simulated node of a server without registered nodes gets InternalIP HOST_IP)."""
     node = {
         "metadata": {"name": name, "annotations": {"kubelite.dev/simulated": "true"}},
         "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
     }
     code, created = server.request("POST", "/api/v1/nodes", node)
     assert code == 201, created
-    created["status"] = {
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
-                "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                "lastTransitionTime": "2026-01-01T00:00:00Z",
-            }
-        ],
-        "addresses": [
-            {"type": "InternalIP", "address": HOST_IP},
-            {"type": "Hostname", "address": name},
-        ],
-    }
-    code, body = server.request("PUT", f"/api/v1/nodes/{name}/status", created)
-    assert code == 200, body
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        code, found = server.request("GET", f"/api/v1/nodes/{name}")
+        addresses = (found.get("status") or {}).get("addresses") or []
+        if any(a["type"] == "InternalIP" for a in addresses):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"node {name} never reported its addresses")
 
 
 def pod(
@@ -417,7 +409,7 @@ def test_graceful_deletion_waits_for_the_kubelet(server: Server) -> None:
     server.request("DELETE", f"{PODS}/quick")
     wait_gone(server, "quick")
     # an unbound pod goes at once
-    unbound = pod("unbound")
+    unbound = pod("unbound", schedulerName="kubelite.test/no-scheduler")  # no scheduler binds it
     del unbound["spec"]["nodeName"]
     create(server, unbound)
     code, answer = server.request("DELETE", f"{PODS}/unbound")

@@ -30,13 +30,18 @@ def node(server: Server, name: str, *, labels: Obj | None = None, spec: Obj | No
     code, created = server.request("POST", "/api/v1/nodes", body)
     assert code == 201, created
     resources = {"cpu": cpu, "memory": memory, "pods": pods}
-    created["status"] = {
+    status = {
         "capacity": resources,
         "allocatable": resources,
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "kubelet is posting ready status"}],
     }  # fmt: skip
-    code, answer = server.request("PUT", f"/api/v1/nodes/{name}/status", created)
+    # a merge patch: node IPAM writes the new Node's podCIDR meanwhile, so a PUT of the
+    # created object could meet a 409
+    code, answer = server.request(
+        "PATCH", f"/api/v1/nodes/{name}/status", {"status": status},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
     assert code == 200, answer
 
 
