@@ -21,6 +21,7 @@ def test_the_document_has_a_recipe_for_each_client() -> None:
         "tests/test_kr8s.py",
         "tests/test_rbac.py",
         "tests/test_operator.py",
+        "tests/test_workloads.py",
         "tests/test_faults.py",
     ]
 
@@ -32,4 +33,4 @@ def test_every_recipe_passes(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "-p", "kubelite.testing", "-p", "no:cacheprovider", *tests
     )
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=12)
