@@ -28,6 +28,21 @@ def settled(server: Server, name: str, check: Callable[[Any], bool]) -> Any:
     return wait_for(lambda: (lambda p: p if check(p) else None)(status_of(server, name)))
 
 
+def write_status(server: Server, path: str, change: Callable[[Any], None]) -> Any:
+    """``change`` made to the object at ``path`` and PUT to its status, read again on a 409 (a
+    controller or the kubelet wrote in between)."""
+
+    def attempt() -> Any:
+        code, found = server.request("GET", path)
+        assert code == 200, found
+        change(found)
+        code, written = server.request("PUT", f"{path}/status", found)
+        assert code in (200, 409), written
+        return written if code == 200 else None
+
+    return wait_for(attempt)
+
+
 def counts(pdb: Any) -> dict[str, Any]:
     status = pdb.get("status") or {}
     return {k: status.get(k) for k in
@@ -200,13 +215,12 @@ def test_a_stale_disruption_target_is_turned_false(server: Server) -> None:
     whose delete failed) gets it set to False; the kubelet's TerminationByKubelet stays."""
     old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 180))
     for name, reason in (("evicted", "EvictionByEvictionAPI"), ("kubelet", "TerminationByKubelet")):
-        pod = make_pod(server, name, {"app": "x"})
-        pod["status"]["conditions"].append(
-            {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": old,
-             "reason": reason, "message": "m"}
-        )  # fmt: skip
-        code, pod = server.request("PUT", f"{PODS}/{name}/status", pod)
-        assert code == 200, pod
+        make_pod(server, name, {"app": "x"})
+        stale = {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": old,
+                 "reason": reason, "message": "m"}  # fmt: skip
+        write_status(
+            server, f"{PODS}/{name}", lambda p, c=stale: p["status"]["conditions"].append(c)
+        )
 
     def target(name: str) -> Any:
         _, pod = server.request("GET", f"{PODS}/{name}")
@@ -300,9 +314,9 @@ def test_disrupted_pods_expire_after_two_minutes(server: Server) -> None:
     pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 3)
     old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 121))
     recent = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    pdb["status"]["disruptedPods"] = {"a": old, "b": recent}
-    code, pdb = server.request("PUT", f"{PDBS}/pdb/status", pdb)
-    assert code == 200, pdb
+    write_status(
+        server, f"{PDBS}/pdb", lambda p: p["status"].update(disruptedPods={"a": old, "b": recent})
+    )
     pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 2)
     assert pdb["status"]["disruptedPods"] == {"b": recent}
     assert counts(pdb) == {
