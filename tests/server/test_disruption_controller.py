@@ -1,7 +1,8 @@
 """The disruption controller (kube's pkg/controller/disruption/disruption.go) over HTTP: a
-PodDisruptionBudget's status follows its pods becoming ready, unready and going away. No kubelet
-runs here: the tests play it (pods bound to a node name, their status written through
-``pods/status``)."""
+PodDisruptionBudget's status follows its pods becoming ready, unready and going away. The pods run
+on the simulated node, whose kubelet reports them and finishes their graceful deletion; where a
+test needs a ready pod to turn unready, it plays the kubelet of a plain Node of its own server
+(the pod's status written through ``pods/status``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import kubeletplay
+import pytest
 from harness import Server
-from test_eviction import PDBS, PODS, make_pod, pdb_body, set_status, wait_for
+from test_eviction import PDBS, PODS, make_pod, pdb_body, wait_for, wait_gone
 
 EVENTS = "/api/v1/namespaces/{ns}/events"
 
@@ -23,6 +26,21 @@ def status_of(server: Server, name: str) -> Any:
 
 def settled(server: Server, name: str, check: Callable[[Any], bool]) -> Any:
     return wait_for(lambda: (lambda p: p if check(p) else None)(status_of(server, name)))
+
+
+def write_status(server: Server, path: str, change: Callable[[Any], None]) -> Any:
+    """``change`` made to the object at ``path`` and PUT to its status, read again on a 409 (a
+    controller or the kubelet wrote in between)."""
+
+    def attempt() -> Any:
+        code, found = server.request("GET", path)
+        assert code == 200, found
+        change(found)
+        code, written = server.request("PUT", f"{path}/status", found)
+        assert code in (200, 409), written
+        return written if code == 200 else None
+
+    return wait_for(attempt)
 
 
 def counts(pdb: Any) -> dict[str, Any]:
@@ -38,7 +56,14 @@ def condition(pdb: Any) -> Any:
     return found
 
 
+#: a Node no kubelet runs (not simulated): the test writes its pods' status
+PLAYED = "played"
+
+
+@pytest.mark.fresh_server  # it adds a Node (the scheduler would place other tests' pods there)
 def test_status_follows_pods_ready_unready_and_gone(server: Server) -> None:
+    """a runs on the simulated node; b on a plain Node, where the test plays its kubelet."""
+    kubeletplay.make_node(server, PLAYED)
     code, pdb = server.request("POST", PDBS, pdb_body("budget", {"minAvailable": 1}))
     assert code == 201, pdb
     zeros = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
@@ -66,19 +91,21 @@ def test_status_follows_pods_ready_unready_and_gone(server: Server) -> None:
         "expectedPods", "conditions",
     ]  # fmt: skip
     make_pod(server, "a", {"app": "web"})
-    make_pod(server, "b", {"app": "web"})
+    kubeletplay.make_pod(server, "b", {"app": "web"}, node=PLAYED)
+    kubeletplay.set_status(server, "b", "10.0.0.2")
     pdb = settled(server, "budget", lambda p: p["status"]["currentHealthy"] == 2)
     assert counts(pdb) == {
         "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2,
     }  # fmt: skip
     assert (condition(pdb)["status"], condition(pdb)["reason"]) == ("True", "SufficientPods")
-    set_status(server, "b", ready=False)
+    kubeletplay.set_status(server, "b", "10.0.0.2", ready=False)
     pdb = settled(server, "budget", lambda p: p["status"]["currentHealthy"] == 1)
     assert counts(pdb) == {
         "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 2,
     }  # fmt: skip
     assert (condition(pdb)["status"], condition(pdb)["reason"]) == ("False", "InsufficientPods")
-    assert server.request("DELETE", f"{PODS}/a")[0] == 200
+    assert server.request("DELETE", f"{PODS}/a")[0] == 200  # graceful: its kubelet stops it
+    wait_gone(server, "a")
     pdb = settled(server, "budget", lambda p: p["status"]["expectedPods"] == 1)
     assert counts(pdb) == {
         "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1, "expectedPods": 1,
@@ -188,13 +215,12 @@ def test_a_stale_disruption_target_is_turned_false(server: Server) -> None:
     whose delete failed) gets it set to False; the kubelet's TerminationByKubelet stays."""
     old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 180))
     for name, reason in (("evicted", "EvictionByEvictionAPI"), ("kubelet", "TerminationByKubelet")):
-        pod = make_pod(server, name, {"app": "x"})
-        pod["status"]["conditions"].append(
-            {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": old,
-             "reason": reason, "message": "m"}
-        )  # fmt: skip
-        code, pod = server.request("PUT", f"{PODS}/{name}/status", pod)
-        assert code == 200, pod
+        make_pod(server, name, {"app": "x"})
+        stale = {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": old,
+                 "reason": reason, "message": "m"}  # fmt: skip
+        write_status(
+            server, f"{PODS}/{name}", lambda p, c=stale: p["status"]["conditions"].append(c)
+        )
 
     def target(name: str) -> Any:
         _, pod = server.request("GET", f"{PODS}/{name}")
@@ -288,9 +314,9 @@ def test_disrupted_pods_expire_after_two_minutes(server: Server) -> None:
     pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 3)
     old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 121))
     recent = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    pdb["status"]["disruptedPods"] = {"a": old, "b": recent}
-    code, pdb = server.request("PUT", f"{PDBS}/pdb/status", pdb)
-    assert code == 200, pdb
+    write_status(
+        server, f"{PDBS}/pdb", lambda p: p["status"].update(disruptedPods={"a": old, "b": recent})
+    )
     pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 2)
     assert pdb["status"]["disruptedPods"] == {"b": recent}
     assert counts(pdb) == {
