@@ -1,4 +1,5 @@
-"""The EndpointSlice controller over HTTP, with the test playing the kubelet (kubeletplay): a
+"""The EndpointSlice controller over HTTP, with the test playing the kubelet (kubeletplay: pods
+on a plain Node, which no simulated kubelet runs, so that their status is the test's): a
 selector service's slices follow its pods (ready, unready, terminating, gone), named target
 ports, headless services, publishNotReadyAddresses, selectorless services (left alone), more
 than 100 pods (two slices), pods on a node that does not exist (left out, with a Warning event
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from harness import Server
 from kubeletplay import (
+    delete_pod,
     eventually,
+    finish_deletion,
     make_node,
     make_pod,
     make_service,
@@ -114,10 +117,10 @@ def test_a_slice_follows_its_pods(server: Server) -> None:
     wait_endpoints(server, "web", {"web-1": READY, "web-2": UNREADY})
     assert len(slices_of(server, "web")) == 1
 
-    # a pod going away leaves the slice; the last one leaves it empty, not gone
+    # a pod going away leaves the slice; the last one leaves it empty, not gone (the kubelet
+    # played here finishes the graceful deletions)
     for name in ("web-1", "web-2"):
-        code, _ = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
-        assert code == 200
+        delete_pod(server, name)
     wait_endpoints(server, "web", {})
     (empty,) = slices_of(server, "web")
     assert empty["endpoints"] is None or empty["endpoints"] == []
@@ -150,6 +153,10 @@ def test_terminating_pods_and_publish_not_ready(server: Server) -> None:
             "db-2": {"ready": True, "serving": False, "terminating": False},
         },
     )
+    # the kubelet (played here) finishes the deletion: the finalizer still holds the pod,
+    # terminating; once released it is gone
+    finish_deletion(server, "db-1")
+    wait_endpoints(server, "db", {"db-1": terminating, "db-2": UNREADY})
     remove_finalizers(server, "db-1")
     wait_endpoints(server, "db", {"db-2": UNREADY})
 
