@@ -3,7 +3,8 @@ on a plain Node, which no simulated kubelet runs, so that their status is the te
 selector service's slices follow its pods (ready, unready, terminating, gone), named target
 ports, headless services, publishNotReadyAddresses, selectorless services (left alone), more
 than 100 pods (two slices), pods on a node that does not exist (left out, with a Warning event
-on the Service), and the ``default/kubernetes`` EndpointSlice the API server writes itself.
+on the Service), and the ``default/kubernetes`` EndpointSlice the API server writes itself; and
+one test on the whole simulation (pods scheduled and run by the simulated kubelet).
 
 The slice controller leaves out pods whose node it does not hold, so these tests create a Node:
 each has a server of its own (Nodes are cluster-scoped)."""
@@ -159,6 +160,48 @@ def test_terminating_pods_and_publish_not_ready(server: Server) -> None:
     wait_endpoints(server, "db", {"db-1": terminating, "db-2": UNREADY})
     remove_finalizers(server, "db-1")
     wait_endpoints(server, "db", {"db-2": UNREADY})
+
+
+def sim_pod(server: Server, name: str, annotations: dict[str, str], **spec: Any) -> None:
+    """A pod without a node: the scheduler binds it to the simulated node, whose kubelet runs
+    it (the annotations are its ``kubelite.dev/simulate-*`` knobs)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "shop"}, "annotations": annotations},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}], **spec},
+    }
+    code, answer = server.request("POST", "/api/v1/namespaces/{ns}/pods", body)
+    assert code == 201, answer
+
+
+@pytest.mark.fresh_server(simulation=Simulation(nodes=1))
+def test_pods_the_simulated_kubelet_runs(server: Server) -> None:
+    """The whole simulation: scheduled, run and made Ready by the kubelet (or never ready), a
+    deletion the kubelet finishes at once, one it takes long to stop (terminating meanwhile)."""
+    make_service(server, "shop", {"app": "shop"})
+    sim_pod(server, "shop-1", {})
+    sim_pod(server, "shop-2", {"kubelite.dev/simulate-never-ready": "true"})
+    sim_pod(
+        server, "shop-3", {"kubelite.dev/simulate-stop-seconds": "600"},
+        terminationGracePeriodSeconds=600,
+    )  # fmt: skip
+    found = wait_endpoints(server, "shop", {"shop-1": READY, "shop-2": UNREADY, "shop-3": READY})
+    for name, endpoint in found.items():
+        code, pod = server.request("GET", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+        assert code == 200, pod
+        assert endpoint["addresses"] == [pod["status"]["podIP"]]  # type: ignore[index]
+        assert endpoint["nodeName"] == pod["spec"]["nodeName"] == "kubelite-worker"  # type: ignore[index]
+    for name in ("shop-1", "shop-3"):
+        code, answer = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+        assert code == 200, answer
+    terminating = {"ready": False, "serving": True, "terminating": True}
+    wait_endpoints(server, "shop", {"shop-2": UNREADY, "shop-3": terminating})
+    # a forced deletion (grace period 0) takes it out at once
+    force = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    code, answer = server.request("DELETE", "/api/v1/namespaces/{ns}/pods/shop-3", force)
+    assert code == 200, answer
+    wait_endpoints(server, "shop", {"shop-2": UNREADY})
 
 
 def test_named_target_ports_and_headless_services(server: Server) -> None:
