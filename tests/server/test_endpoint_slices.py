@@ -27,9 +27,13 @@ from kubeletplay import (
     set_status,
 )
 
-from kubelite.api.simulation.config import Simulation
+from kubelite.api.simulation.config import NodeTimings, Simulation
 
-pytestmark = pytest.mark.fresh_server(simulation=Simulation(nodes=0))
+#: the plain Nodes here never post a status: the node lifecycle controller's startup grace
+#: (60 s, then the Node's pods are marked not ready) is made longer than any test can last
+pytestmark = pytest.mark.fresh_server(
+    simulation=Simulation(nodes=0, node_timings=NodeTimings(startup_grace=3600.0))
+)
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
 
 
