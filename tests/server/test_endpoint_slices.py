@@ -167,8 +167,8 @@ def test_terminating_pods_and_publish_not_ready(server: Server) -> None:
 
 
 def sim_pod(server: Server, name: str, annotations: dict[str, str], **spec: Any) -> None:
-    """A pod without a node: the scheduler binds it to the simulated node, whose kubelet runs
-    it (the annotations are its ``kubelite.dev/simulate-*`` knobs)."""
+    """A pod without a node: the scheduler binds it to the simulated node (the only Node of
+    the test's server), whose kubelet runs it (``annotations``: its ``simulate-*`` knobs)."""
     body = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -179,10 +179,12 @@ def sim_pod(server: Server, name: str, annotations: dict[str, str], **spec: Any)
     assert code == 201, answer
 
 
-@pytest.mark.fresh_server(simulation=Simulation(nodes=1))
 def test_pods_the_simulated_kubelet_runs(server: Server) -> None:
     """The whole simulation: scheduled, run and made Ready by the kubelet (or never ready), a
     deletion the kubelet finishes at once, one it takes long to stop (terminating meanwhile)."""
+    node = {"metadata": {"name": "sim-a", "annotations": {"kubelite.dev/simulated": "true"}}}
+    code, answer = server.request("POST", "/api/v1/nodes", node)
+    assert code == 201, answer
     make_service(server, "shop", {"app": "shop"})
     sim_pod(server, "shop-1", {})
     sim_pod(server, "shop-2", {"kubelite.dev/simulate-never-ready": "true"})
@@ -195,7 +197,7 @@ def test_pods_the_simulated_kubelet_runs(server: Server) -> None:
         code, pod = server.request("GET", f"/api/v1/namespaces/{{ns}}/pods/{name}")
         assert code == 200, pod
         assert endpoint["addresses"] == [pod["status"]["podIP"]]  # type: ignore[index]
-        assert endpoint["nodeName"] == pod["spec"]["nodeName"] == "kubelite-worker"  # type: ignore[index]
+        assert endpoint["nodeName"] == pod["spec"]["nodeName"] == "sim-a"  # type: ignore[index]
     for name in ("shop-1", "shop-3"):
         code, answer = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
         assert code == 200, answer
