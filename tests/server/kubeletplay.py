@@ -1,7 +1,10 @@
-"""What the Service endpoint tests share: they play the kubelet (there is none on their server):
-pods are created bound to a node (``spec.nodeName``), then their status is written through
-``pods/status`` (phase Running, podIP, a Ready condition) as a kubelet would; and they wait for
-a state with a deadline (a hang guard, never a time assertion)."""
+"""What the Service endpoint tests share: they play the kubelet where they need exact control of
+a pod's status: pods are created bound to a node (``spec.nodeName``) that no simulated kubelet
+runs (a plain Node without ``kubelite.dev/simulated``, or one that does not exist), then their
+status is written through ``pods/status`` (phase Running, podIP, a Ready condition) as a kubelet
+would, and a DELETE of a running pod (graceful: it stays terminating, as in kube when no kubelet
+is there) is finished by the kubelet's own final DELETE (:func:`finish_deletion`); and they wait
+for a state with a deadline (a hang guard, never a time assertion)."""
 
 from __future__ import annotations
 
@@ -117,3 +120,32 @@ def remove_finalizers(server: Server, name: str) -> None:
         "PATCH", path, {"metadata": {"finalizers": None}}, content_type=MERGE
     )
     assert code in (200, 404), answer
+
+
+def finish_deletion(server: Server, name: str) -> None:
+    """What the kubelet's status manager does once a terminating pod has stopped
+    (pkg/kubelet/status/status_manager.go ``syncPod``): DELETE with grace period 0, on the
+    pod's uid only. Without it a pod bound to a node deleted gracefully stays terminating."""
+    path = f"/api/v1/namespaces/{{ns}}/pods/{name}"
+    code, pod = server.request("GET", path)
+    if code == 404:
+        return
+    assert code == 200, pod
+    assert pod["metadata"].get("deletionTimestamp"), pod  # type: ignore[index]
+    options = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": pod["metadata"]["uid"]},  # type: ignore[index]
+    }
+    code, answer = server.request("DELETE", path, options)
+    assert code in (200, 404), answer
+
+
+def delete_pod(server: Server, name: str) -> None:
+    """A user's DELETE (graceful for a running pod bound to a node: it turns terminating), then
+    the kubelet's final one (:func:`finish_deletion`): the pod is gone unless a finalizer
+    holds it."""
+    code, answer = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+    assert code == 200, answer
+    finish_deletion(server, name)

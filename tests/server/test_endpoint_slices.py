@@ -1,8 +1,10 @@
-"""The EndpointSlice controller over HTTP, with the test playing the kubelet (kubeletplay): a
+"""The EndpointSlice controller over HTTP, with the test playing the kubelet (kubeletplay: pods
+on a plain Node, which no simulated kubelet runs, so that their status is the test's): a
 selector service's slices follow its pods (ready, unready, terminating, gone), named target
 ports, headless services, publishNotReadyAddresses, selectorless services (left alone), more
 than 100 pods (two slices), pods on a node that does not exist (left out, with a Warning event
-on the Service), and the ``default/kubernetes`` EndpointSlice the API server writes itself.
+on the Service), and the ``default/kubernetes`` EndpointSlice the API server writes itself; and
+one test on the whole simulation (pods scheduled and run by the simulated kubelet).
 
 The slice controller leaves out pods whose node it does not hold, so these tests create a Node:
 each has a server of its own (Nodes are cluster-scoped)."""
@@ -14,7 +16,9 @@ from typing import Any
 import pytest
 from harness import Server
 from kubeletplay import (
+    delete_pod,
     eventually,
+    finish_deletion,
     make_node,
     make_pod,
     make_service,
@@ -23,9 +27,13 @@ from kubeletplay import (
     set_status,
 )
 
-from kubelite.api.simulation.config import Simulation
+from kubelite.api.simulation.config import NodeTimings, Simulation
 
-pytestmark = pytest.mark.fresh_server(simulation=Simulation(nodes=0))
+#: the plain Nodes here never post a status: the node lifecycle controller's startup grace
+#: (60 s, then the Node's pods are marked not ready) is made longer than any test can last
+pytestmark = pytest.mark.fresh_server(
+    simulation=Simulation(nodes=0, node_timings=NodeTimings(startup_grace=3600.0))
+)
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
 
 
@@ -114,10 +122,10 @@ def test_a_slice_follows_its_pods(server: Server) -> None:
     wait_endpoints(server, "web", {"web-1": READY, "web-2": UNREADY})
     assert len(slices_of(server, "web")) == 1
 
-    # a pod going away leaves the slice; the last one leaves it empty, not gone
+    # a pod going away leaves the slice; the last one leaves it empty, not gone (the kubelet
+    # played here finishes the graceful deletions)
     for name in ("web-1", "web-2"):
-        code, _ = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
-        assert code == 200
+        delete_pod(server, name)
     wait_endpoints(server, "web", {})
     (empty,) = slices_of(server, "web")
     assert empty["endpoints"] is None or empty["endpoints"] == []
@@ -150,8 +158,56 @@ def test_terminating_pods_and_publish_not_ready(server: Server) -> None:
             "db-2": {"ready": True, "serving": False, "terminating": False},
         },
     )
+    # the kubelet (played here) finishes the deletion: the finalizer still holds the pod,
+    # terminating; once released it is gone
+    finish_deletion(server, "db-1")
+    wait_endpoints(server, "db", {"db-1": terminating, "db-2": UNREADY})
     remove_finalizers(server, "db-1")
     wait_endpoints(server, "db", {"db-2": UNREADY})
+
+
+def sim_pod(server: Server, name: str, annotations: dict[str, str], **spec: Any) -> None:
+    """A pod without a node: the scheduler binds it to the simulated node (the only Node of
+    the test's server), whose kubelet runs it (``annotations``: its ``simulate-*`` knobs)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "shop"}, "annotations": annotations},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}], **spec},
+    }
+    code, answer = server.request("POST", "/api/v1/namespaces/{ns}/pods", body)
+    assert code == 201, answer
+
+
+def test_pods_the_simulated_kubelet_runs(server: Server) -> None:
+    """The whole simulation: scheduled, run and made Ready by the kubelet (or never ready), a
+    deletion the kubelet finishes at once, one it takes long to stop (terminating meanwhile)."""
+    node = {"metadata": {"name": "sim-a", "annotations": {"kubelite.dev/simulated": "true"}}}
+    code, answer = server.request("POST", "/api/v1/nodes", node)
+    assert code == 201, answer
+    make_service(server, "shop", {"app": "shop"})
+    sim_pod(server, "shop-1", {})
+    sim_pod(server, "shop-2", {"kubelite.dev/simulate-never-ready": "true"})
+    sim_pod(
+        server, "shop-3", {"kubelite.dev/simulate-stop-seconds": "600"},
+        terminationGracePeriodSeconds=600,
+    )  # fmt: skip
+    found = wait_endpoints(server, "shop", {"shop-1": READY, "shop-2": UNREADY, "shop-3": READY})
+    for name, endpoint in found.items():
+        code, pod = server.request("GET", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+        assert code == 200, pod
+        assert endpoint["addresses"] == [pod["status"]["podIP"]]  # type: ignore[index]
+        assert endpoint["nodeName"] == pod["spec"]["nodeName"] == "sim-a"  # type: ignore[index]
+    for name in ("shop-1", "shop-3"):
+        code, answer = server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+        assert code == 200, answer
+    terminating = {"ready": False, "serving": True, "terminating": True}
+    wait_endpoints(server, "shop", {"shop-2": UNREADY, "shop-3": terminating})
+    # a forced deletion (grace period 0) takes it out at once
+    force = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    code, answer = server.request("DELETE", "/api/v1/namespaces/{ns}/pods/shop-3", force)
+    assert code == 200, answer
+    wait_endpoints(server, "shop", {"shop-2": UNREADY})
 
 
 def test_named_target_ports_and_headless_services(server: Server) -> None:

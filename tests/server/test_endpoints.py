@@ -7,8 +7,8 @@ without a Service once the controller starts; the ``default/kubernetes`` Endpoin
 server writes; and the deprecation warning every Endpoints request gets.
 
 The Endpoints controller does not look at Nodes, so these run on the shared server (the pods'
-node does not exist; nothing here runs long enough for the pod garbage collector's 40 s
-quarantine)."""
+node does not exist, so no simulated kubelet runs them and the scheduler leaves them alone;
+nothing here runs long enough for the pod garbage collector's 40 s quarantine)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from typing import Any
 
 from harness import Server, start_in_process, stop_server
 from kubeletplay import (
+    delete_pod,
     eventually,
+    finish_deletion,
     make_pod,
     make_service,
     remove_finalizers,
@@ -108,11 +110,12 @@ def test_endpoints_follow_the_pods(server: Server) -> None:
     assert code == 200
     set_status(server, "web-a", "10.1.0.11", phase="Failed", ready=False)
     wait_subsets(server, "web", [{"addresses": ["10.1.0.12"], "ports": [8080]}])
+    finish_deletion(server, "web-c")
     remove_finalizers(server, "web-c")
 
     # the last pod gone: no subsets; the Service gone: no Endpoints
     for name in ("web-a", "web-b"):
-        server.request("DELETE", f"/api/v1/namespaces/{{ns}}/pods/{name}")
+        delete_pod(server, name)
     empty = wait_subsets(server, "web", [])
     assert "subsets" not in empty
     code, _ = server.request("DELETE", "/api/v1/namespaces/{ns}/services/web")
