@@ -106,3 +106,48 @@ def test_one_server_runs_the_controllers_and_the_other_takes_over_after_sigkill(
     assert status == 201
     second.request("DELETE", cms + "/owner")
     eventually(lambda: get(second, cms + "/dep") is None, "the dependent collected")
+
+
+def running_and_ready(server: Server, path: str) -> dict[str, Any] | None:
+    pod = get(server, path)
+    if pod is None:
+        return None
+    status = pod.get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    return pod if status.get("phase") == "Running" and conditions.get("Ready") == "True" else None
+
+
+def test_the_simulated_cluster_survives_a_leader_change(
+    cluster: EtcdCluster, servers: Servers
+) -> None:
+    """Exactly one server simulates the cluster (node agent, scheduler, kubelet run with the
+    controllers); SIGKILL it and the other one takes over: the running pod keeps its node, IP
+    and container, a new pod is scheduled and runs, a deleted one is stopped and removed."""
+    prefix = fresh_prefix()
+    first = servers.start(cluster.url_via(cluster.members[0], prefix), *ELECTION)
+    second = servers.start(cluster.url_via(cluster.members[1], prefix), *ELECTION)
+    assert identity_in_log(first), "the first server of an empty store leads at once"
+    pods = "/api/v1/namespaces/default/pods"
+    body = {"metadata": {"name": "before"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    status, _ = first.request("POST", pods, body)
+    assert status == 201
+    before = eventually(lambda: running_and_ready(second, pods + "/before"), "the pod runs")
+    nodes = get(second, "/api/v1/nodes")
+    assert nodes is not None
+    assert [n["metadata"]["name"] for n in nodes["items"]] == ["kubelite-worker"]  # not two
+
+    first.process.kill()
+    first.process.wait()
+    eventually(lambda: identity_in_log(second), "the second server takes the Lease over")
+
+    status, _ = second.request("POST", pods, {**body, "metadata": {"name": "after"}})
+    assert status == 201
+    after = eventually(lambda: running_and_ready(second, pods + "/after"), "the new pod runs")
+    assert after["spec"]["nodeName"] == "kubelite-worker"
+    assert after["status"]["podIP"] != before["status"]["podIP"]
+    kept = get(second, pods + "/before")
+    assert kept is not None
+    assert kept["status"]["podIP"] == before["status"]["podIP"]
+    assert kept["status"]["containerStatuses"] == before["status"]["containerStatuses"]
+    second.request("DELETE", pods + "/before")
+    eventually(lambda: get(second, pods + "/before") is None, "the deleted pod is removed")
