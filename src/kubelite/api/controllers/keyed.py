@@ -174,6 +174,7 @@ class KeyedController(ABC, Generic[K]):
 
     async def _work(self) -> None:
         while (key := await self.queue.get()) is not None:
+            await asyncio.sleep(0)  # a queue that always has a key must not starve the informer
             try:
                 await self.sync(key)
             except asyncio.CancelledError:

@@ -168,10 +168,15 @@ class NodeIPAMController(KeyedController[str]):
         try:
             await self.registry.mutate(self.node_info, None, key, assign, field_manager=MANAGER)
         except _Replaced as replaced:
+            # the stored Node has a podCIDR already, or is another Node of that name: this
+            # informer's copy is behind, and its event brings the key back; a second look waits
+            # out the queue's back-off (an immediate one, its read served from memory, could
+            # loop without yielding, so that the informer never caught up)
             self.given.pop(key, None)
             if cidr not in replaced.cidrs:
                 self.cidrs.release(cidr)
-            self.queue.add(key)
+            if not replaced.cidrs:
+                self.queue.add_rate_limited(key)
         except APIError as exc:
             if exc.code != 404:
                 raise
