@@ -391,7 +391,7 @@ def _kubeconfig(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from kubelite.server.serve import user_kubeconfig
+    from kubelite.server.kubeconfigs import user_kubeconfig
     from kubelite.server.startup import StartupError
 
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kubelite import cli
 from kubelite.server.serve import ServeOptions
 from kubelite.testing.servers import InProcessServer, KubeliteServer
 
@@ -141,15 +142,17 @@ class Server:
 
     def user_certificate(self, user: str, *groups: str) -> tuple[Path, Path]:
         """A client certificate and its key, as files, from the kubeconfig ``kubelite
-        kubeconfig --user`` writes (kept beside them as ``<user>.kubeconfig``)."""
+        kubeconfig --user`` writes (kept beside them as ``<user>.kubeconfig``). The command's
+        code runs in this process: a test may make dozens of users, and tests/cli runs the
+        command itself."""
         kubeconfig = self.files / f"{user}.kubeconfig"
-        subprocess.run(
-            [sys.executable, "-m", "kubelite", "kubeconfig", "--user", user,
+        status = cli.main(
+            ["kubeconfig", "--user", user,
              *(arg for group in groups for arg in ("--group", group)),
              "--data-dir", str(self.data_dir), "--namespace", self.namespace,
-             "-o", str(kubeconfig)],
-            check=True,
+             "-o", str(kubeconfig)]
         )  # fmt: skip
+        assert status == 0, f"kubelite kubeconfig --user {user} exited {status}"
         config = json.loads(kubeconfig.read_text())
         assert config["users"][0]["name"] == user
         assert config["clusters"][0]["cluster"]["server"] == self.cert_url

@@ -35,7 +35,8 @@ from typing import Any, Literal
 from kubelite.api.simulation.config import Simulation
 from kubelite.client import AsyncClient, Client
 from kubelite.server.faults import FaultSpec
-from kubelite.server.serve import ServeOptions, serve, user_kubeconfig
+from kubelite.server.kubeconfigs import user_kubeconfig
+from kubelite.server.serve import ServeOptions, serve
 
 Mode = Literal["in-process", "subprocess"]
 MODES: tuple[Mode, ...] = ("in-process", "subprocess")
