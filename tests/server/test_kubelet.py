@@ -539,6 +539,33 @@ def test_pod_logs_come_from_the_annotation(server: Server) -> None:
     assert entries["pods/exec"]["verbs"] == ["create", "get"]
 
 
+@FAST
+def test_a_followed_log_stays_open_until_the_container_stops(server: Server) -> None:
+    """``kubectl logs -f`` of a running container prints its log, then waits (a change to the
+    pod that leaves the container running does not end it) until the container stops."""
+    make_node(server)
+    create(server, pod("follow", annotations={A + "log": "hello\nworld\n"}))
+    wait(server, "follow", ready)
+    follower = server.kubectl_background("logs", "-f", "follow")
+    try:
+        assert follower.stdout is not None
+        assert [follower.stdout.readline(), follower.stdout.readline()] == ["hello\n", "world\n"]
+        patch = {"metadata": {"labels": {"seen": "yes"}}}
+        code, _ = server.request(
+            "PATCH", f"{PODS}/follow", patch, content_type="application/merge-patch+json"
+        )
+        assert code == 200
+        time.sleep(0.5)  # the label's event reached the follower, which goes on
+        assert follower.poll() is None, follower.communicate()
+        server.request("DELETE", f"{PODS}/follow")  # the kubelet stops the container
+        out, err = follower.communicate(timeout=30)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.communicate()
+    assert (follower.returncode, out, err) == (0, "", "")
+
+
 def test_a_restarted_kubelet_carries_on(tmp_path: Path, storage_url: str | None) -> None:
     simulation = Simulation(nodes=0, backoff_scale=0.01)
     first = start_in_process(tmp_path / "data", storage_url, simulation=simulation)

@@ -52,7 +52,7 @@ from kubelite.api.machinery.selectors import object_matcher
 from kubelite.api.machinery.watchoptions import parse_send_initial_events, validate_watch_options
 from kubelite.server.faults import Faults
 from kubelite.server.messages import PATCH_TYPES, Request, Send, send_json
-from kubelite.server.responses import send_list, send_object, stream_watch
+from kubelite.server.responses import send_list, send_object, stream_bytes, stream_watch
 
 Obj = dict[str, Any]
 MAX_FIELD_MANAGER = 128
@@ -113,11 +113,15 @@ class Handlers:
         verb, storage, ctx = request.info.verb, target.storage, target.ctx
         if verb in ("get", "create") and implements(storage, Connecter):
             connecter: Connecter = target.serving(Connecter)
-            await send_streamed(send, await connecter.connect(ctx, target.name, request.query))
+            await self.send_streamed(
+                request, send, await connecter.connect(ctx, target.name, request.query)
+            )
             return
         if verb == "get" and implements(storage, Streamer):
             streamer: Streamer = target.serving(Streamer)
-            await send_streamed(send, await streamer.stream(ctx, target.name, request.query))
+            await self.send_streamed(
+                request, send, await streamer.stream(ctx, target.name, request.query)
+            )
             return
         handler = self.by_verb.get(verb)
         if handler is None:
@@ -158,6 +162,21 @@ class Handlers:
         if self._stopped is None or self._stopped.get_loop() is not loop:
             self._stopped = loop.create_task(self.stopping.wait())
         return self._stopped
+
+    async def send_streamed(self, request: Request, send: Send, streamed: Streamed) -> None:
+        """Bytes as a storage answered them, with their content type; a followed stream's
+        until it ends, the client goes or the server stops."""
+        if streamed.follow is not None:
+            await stream_bytes(
+                request,
+                send,
+                streamed.content_type,
+                streamed.body,
+                streamed.follow,
+                self._stopping(),
+            )
+            return
+        await send_streamed(send, streamed)
 
 
 async def send_streamed(send: Send, streamed: Streamed) -> None:

@@ -36,8 +36,11 @@ Handler = Callable[[Request, Send], Awaitable[None]]
 
 #: kube's nonMutatingRequestVerbs
 READ_ONLY_VERBS = frozenset({"get", "list", "watch"})
-#: kube's BasicLongRunningRequestCheck(sets.NewString("watch"), ...)
-LONG_RUNNING_VERBS = frozenset({"watch"})
+#: kube-apiserver's BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
+#: sets.NewString("attach", "exec", "proxy", "log", "portforward")) (cmd/kube-apiserver/app/
+#: server.go): no request timeout, no in-flight seat; priority and fairness skips all but watches
+LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
+LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
 SYSTEM_MASTERS = "system:masters"
 RETRY_AFTER = b"1"
 TOO_MANY = b"Too many requests, please try again later.\n"
@@ -60,7 +63,7 @@ class Limits:
 
 
 def long_running(info: RequestInfo) -> bool:
-    return info.verb in LONG_RUNNING_VERBS
+    return info.verb in LONG_RUNNING_VERBS or info.subresource in LONG_RUNNING_SUBRESOURCES
 
 
 class _Counter:

@@ -160,6 +160,48 @@ async def stream_watch(
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+async def stream_bytes(
+    request: Request,
+    send: Send,
+    content_type: str,
+    body: bytes,
+    follow: AsyncGenerator[bytes, None],
+    stopping: asyncio.Future[Any],
+) -> None:
+    """``body``, then what ``follow`` yields as it comes, in chunks: until ``follow`` ends, the
+    client goes, or the server stops (a followed log, as kubectl logs -f reads it)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"transfer-encoding", b"chunked"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def pump() -> None:
+        async for chunk in follow:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    pumping = asyncio.ensure_future(pump())
+    disconnected = asyncio.ensure_future(_wait_disconnect(request))
+    try:
+        done, _ = await asyncio.wait(
+            {pumping, disconnected, stopping}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if pumping in done:
+            pumping.result()
+    finally:
+        for task in (pumping, disconnected):
+            task.cancel()
+        await asyncio.gather(pumping, disconnected, return_exceptions=True)
+        await follow.aclose()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 async def _wait_disconnect(request: Request) -> None:
     while (await request.receive())["type"] != "http.disconnect":
         pass

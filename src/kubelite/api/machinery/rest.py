@@ -201,10 +201,14 @@ class CollectionDeleter(Protocol):
 
 
 class Streamed(NamedTuple):
-    """Bytes a storage answers as they are (not an object): their content type and body."""
+    """Bytes a storage answers as they are (not an object): their content type and body, and
+    for a followed stream (``pods/log?follow=true``) the bytes that come after it, until the
+    source ends (the stream is long-running: it also ends when the client goes or the server
+    stops)."""
 
     content_type: str
     body: bytes
+    follow: AsyncGenerator[bytes, None] | None = None
 
 
 @runtime_checkable

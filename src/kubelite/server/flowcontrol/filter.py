@@ -30,7 +30,7 @@ from typing import Any
 from kubelite.server.flowcontrol.config import FlowControl, Schema
 from kubelite.server.flowcontrol.queueset import EXECUTING, WAITING, Seats, Ticket
 from kubelite.server.messages import Request, Send
-from kubelite.server.overload import READ_ONLY_VERBS, too_many_requests
+from kubelite.server.overload import READ_ONLY_VERBS, long_running, too_many_requests
 
 Handler = Callable[[Request, Send], Awaitable[None]]
 
@@ -106,6 +106,9 @@ def with_priority_and_fairness(
         if now >= control.next_sample:
             control.sample(now)
         info = request.info
+        if info.verb != "watch" and long_running(info):  # kube does not track these
+            await inner(request, send)
+            return
         schema, flow = control.classify(request.user, info)
         request.extra_headers = schema.headers
         level = schema.level

@@ -10,19 +10,21 @@
   to start: <reason>``; one that runs or ran answers the text of the pod's annotation
   ``kubelite.dev/simulate-log[.<c>]`` (empty by default) as ``text/plain``; ``previous=true``
   needs a run that ended (``previous terminated container "<c>" in pod "<p>" not found``).
-  ``tailLines`` and ``limitBytes`` cut it as the kubelet does; ``follow`` ends at once.
+  ``tailLines`` and ``limitBytes`` cut it as the kubelet does. ``follow=true`` on a running
+  container keeps the stream open (a simulated container logs nothing more) until that run
+  ends or the pod is deleted, as the kubelet's follow ends with the container's log.
 - ``exec``, ``attach``, ``portforward``: no container runs, so each answers 400 saying so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from kubelite.api import errors
 from kubelite.api.catalogue import ResourceInfo, Subresource
 from kubelite.api.machinery.generic import GenericStore
-from kubelite.api.machinery.rest import Context, GetOptions, Streamed
+from kubelite.api.machinery.rest import Context, GetOptions, Streamed, WatchOptions
 
 Obj = dict[str, Any]
 ANNOTATION = "kubelite.dev/simulate-log"
@@ -118,9 +120,37 @@ class PodLogREST:
             raise errors.bad_request(f"container {container} is not valid for pod {name}")
         if not (pod.get("spec") or {}).get("nodeName"):
             return Streamed("text/plain", b"")
-        previous = query.get("previous", "").lower() in ("1", "t", "true")
+        previous = _flag(query, "previous")
         text = _cut(log_text(pod, container, previous), query)
+        status = _status_of(pod, container) or {}
+        if _flag(query, "follow") and not previous and "running" in (status.get("state") or {}):
+            follow = self._while_running(ctx, pod, container, status.get("containerID"))
+            return Streamed("text/plain", text.encode(), follow)
         return Streamed("text/plain", text.encode())
+
+    async def _while_running(
+        self, ctx: Context, pod: Obj, container: str, run: object
+    ) -> AsyncGenerator[bytes, None]:
+        """Nothing, until the run ``run`` (a containerID) of ``container`` is no longer running
+        or the pod is gone: a simulated container logs nothing after its annotation's text."""
+        meta = pod["metadata"]
+        events = self.pods.watch(ctx, WatchOptions(resource_version=meta["resourceVersion"]))
+        try:
+            async for event in events:
+                if event.object["metadata"].get("uid") != meta.get("uid"):
+                    continue
+                status = _status_of(event.object, container) or {}
+                running = "running" in (status.get("state") or {})
+                if event.type == "DELETED" or not running or status.get("containerID") != run:
+                    return
+        finally:
+            await events.aclose()
+        return
+        yield b""  # pragma: no cover  (an async generator that yields nothing)
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    return query.get(name, "").lower() in ("1", "t", "true")
 
 
 class PodConnectREST:
