@@ -29,7 +29,8 @@ serve: $(SERVE_STAMP)
 	$(BIN)/kubelite serve --data-dir ./kubelite-data
 
 # Every test (the etcd backend's and the HA tests start their own etcd), then the API server
-# tests again over etcd instead of SQLite. Four workers (pytest-xdist), even on two cores: the
+# tests again over etcd instead of SQLite (but for the modules no store takes part in:
+# tests/server/conftest.py's STORE_INDEPENDENT_MODULES). Four workers (pytest-xdist), even on two cores: the
 # tests spend much of their time waiting (on watches, kubectl, webhooks, timeouts), and each
 # worker has one API server in its own process that its tests share, a namespace each
 # (tests/server/conftest.py). The HA tests, which kill etcd members and time elections, run
