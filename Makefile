@@ -9,14 +9,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test check bench clean
 
+# uv installs what pip would, downloading in parallel: a fresh virtualenv with the test extra
+# (about 730 MB) took 285 s with pip and 110 s with uv here, a few seconds once uv's cache holds it.
+UV := $(BIN)/python -m uv pip install --quiet --python $(BIN)/python
+
 $(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet uv
+	$(UV) -e .
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(SERVE_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(UV) -e '.[test]'
 	touch $(STAMP)
 
 # Python may be told not to cache bytecode (PYTHONDONTWRITEBYTECODE): then every kubelite process
