@@ -130,7 +130,14 @@ def test_no_pods_event(server: Server) -> None:
     assert found["involvedObject"]["name"] == "lonely"
 
 
-def replica_set(server: Server, name: str, replicas: int) -> Any:
+#: the pods a ReplicaSet's controller makes from such a template run but are never ready
+NEVER_READY = {"kubelite.dev/simulate-never-ready": "true"}
+
+
+def replica_set(server: Server, name: str, replicas: int, *, never_ready: bool = False) -> Any:
+    template: dict[str, Any] = {"labels": {"app": name}}
+    if never_ready:
+        template["annotations"] = NEVER_READY
     body = {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -139,7 +146,7 @@ def replica_set(server: Server, name: str, replicas: int) -> Any:
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": name}},
+                "metadata": template,
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]},
             },
         },
@@ -160,10 +167,18 @@ def owned_pod(server: Server, name: str, owner: Any, kind: str = "ReplicaSet") -
     make_pod(server, name, labels, owner=ref)
 
 
+def rs_status(server: Server, name: str, check: Callable[[Any], bool]) -> Any:
+    path = f"/apis/apps/v1/namespaces/{server.namespace}/replicasets/{name}"
+    return wait_for(lambda: (lambda r: r if check(r.get("status") or {}) else None)(
+        server.request("GET", path)[1]))  # fmt: skip
+
+
 def test_percentages_count_the_controllers_scale(server: Server) -> None:
-    rs = replica_set(server, "rs", 4)
+    """Three ready pods adopted by a ReplicaSet of four, whose fourth pod is never ready."""
     for i in range(3):
-        owned_pod(server, f"rs-{i}", rs)
+        make_pod(server, f"rs-{i}", {"app": "rs"})
+    replica_set(server, "rs", 4, never_ready=True)
+    rs_status(server, "rs", lambda s: s.get("replicas") == 4 and s.get("readyReplicas") == 3)
     server.request("POST", PDBS, pdb_body("pct", {"minAvailable": "50%"}, app="rs"))
     pdb = settled(server, "pct", lambda p: p["status"].get("currentHealthy") == 3)
     assert counts(pdb) == {
@@ -241,11 +256,13 @@ def test_a_stale_disruption_target_is_turned_false(server: Server) -> None:
 
 def test_a_deployments_replicas_count_for_its_replica_sets_pods(server: Server) -> None:
     """kube's finders: a ReplicaSet a Deployment controls counts the Deployment's replicas; a
-    StatefulSet its own."""
+    StatefulSet its own. The ReplicaSet adopts two ready pods and makes five never ready."""
     template = {
-        "metadata": {"labels": {"app": "web"}},
+        "metadata": {"labels": {"app": "web"}, "annotations": NEVER_READY},
         "spec": {"containers": [{"name": "c", "image": "nginx"}]},
     }
+    make_pod(server, "d-1-a", {"app": "web"})
+    make_pod(server, "d-1-b", {"app": "web"})
     apps = f"/apis/apps/v1/namespaces/{server.namespace}"
     selector = {"matchLabels": {"app": "web"}}
     code, deploy = server.request(
@@ -269,8 +286,7 @@ def test_a_deployments_replicas_count_for_its_replica_sets_pods(server: Server) 
                   "template": template}},
     )  # fmt: skip
     assert code == 201, sts
-    owned_pod(server, "d-1-a", rs)
-    owned_pod(server, "d-1-b", rs)
+    rs_status(server, "d-1", lambda s: s.get("replicas") == 7 and s.get("readyReplicas") == 2)
     owned_pod(server, "s-0", {**sts, "apiVersion": "apps/v1"}, kind="StatefulSet")
     server.request("POST", PDBS, pdb_body("pdb", {"maxUnavailable": "50%"}))
     pdb = settled(server, "pdb", lambda p: p["status"].get("currentHealthy") == 3)

@@ -6,6 +6,7 @@ status."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -443,9 +444,10 @@ def test_rbac_needs_create_on_pods_eviction(server: Server) -> None:
     assert server.request("POST", path, eviction("p"), token=None, cert=who) == (201, SUCCESS)
 
 
-def web_pods(server: Server) -> list[str]:
-    _, listed = server.request("GET", f"{PODS}?labelSelector=app%3Dweb")
-    return [p["metadata"]["name"] for p in listed["items"]]
+def controlled(server: Server, name: str, owner: Any) -> bool:
+    _, pod = server.request("GET", f"{PODS}/{name}")
+    refs = pod["metadata"].get("ownerReferences") or []
+    return any(r.get("uid") == owner["metadata"]["uid"] and r.get("controller") for r in refs)
 
 
 @pytest.mark.fresh_server(simulation=Simulation(nodes=2))  # its nodes: one drained, one not
@@ -461,6 +463,16 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
         {"metadata": {"name": "ds"}, "spec": {"selector": selector, "template": template}},
     )  # fmt: skip
     assert code == 201, ds
+
+    def ref(owner: Any, kind: str) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": kind, "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"], "controller": True}  # fmt: skip
+
+    # web-1 and web-2 run on the node to drain, and the ReplicaSet adopts them; its controller
+    # replaces each evicted one (the scheduler puts the replacement on the other node)
+    scratch = [{"name": "scratch", "emptyDir": {}}]
+    make_pod(server, "web-1", {"app": "web"}, volumes=scratch)
+    make_pod(server, "web-2", {"app": "web"})
     code, rs = server.request(
         "POST", f"{apps}/replicasets",
         {"metadata": {"name": "rs"},
@@ -468,14 +480,7 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
                   "template": {**template, "metadata": {"labels": {"app": "web"}}}}},
     )  # fmt: skip
     assert code == 201, rs
-
-    def ref(owner: Any, kind: str) -> dict[str, Any]:
-        return {"apiVersion": "apps/v1", "kind": kind, "name": owner["metadata"]["name"],
-                "uid": owner["metadata"]["uid"], "controller": True}  # fmt: skip
-
-    scratch = [{"name": "scratch", "emptyDir": {}}]
-    make_pod(server, "web-1", {"app": "web"}, owner=ref(rs, "ReplicaSet"), volumes=scratch)
-    make_pod(server, "web-2", {"app": "web"}, owner=ref(rs, "ReplicaSet"))
+    wait_for(lambda: all(controlled(server, p, rs) for p in ("web-1", "web-2")) or None)
     make_pod(server, "ds-1", {"app": "d"}, owner=ref(ds, "DaemonSet"))
     make_pod(server, "bare", {"app": "bare"})
     budget(server, "pdb", {"maxUnavailable": 1}, healthy=2)
@@ -500,9 +505,7 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
         "--timeout", "40s",
     )  # fmt: skip
     # the budget allows one pod down: once one of web-1/web-2 is evicted the other is refused
-    # until a replacement runs (the ReplicaSet controller's part, played here, on another node)
-    wait_for(lambda: True if len(web_pods(server)) == 1 else None, 30)
-    make_pod(server, "web-3", {"app": "web"}, owner=ref(rs, "ReplicaSet"), node="kubelite-worker2")
+    # until its replacement runs
     out, err = drain.communicate(timeout=45)
     assert drain.returncode == 0, err
     drained = subprocess.CompletedProcess(drain.args, 0, out, err)
@@ -524,8 +527,20 @@ def test_kubectl_drain_evicts_the_nodes_pods(server: Server) -> None:
         "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption "
         "budget." in drained.stderr
     )
-    _, listed = server.request("GET", PODS)
-    assert sorted(p["metadata"]["name"] for p in listed["items"]) == ["ds-1", "web-3"]
+
+    def replaced() -> Any:
+        """The pods once the replacements are bound (web-1 and web-2 are gone)."""
+        _, listed = server.request("GET", PODS)
+        found = {p["metadata"]["name"]: p for p in listed["items"]}
+        bound = all(p["spec"].get("nodeName") for p in found.values())
+        return found if len(found) == 3 and bound else None
+
+    remaining = wait_for(replaced)
+    assert "ds-1" in remaining
+    replacements = sorted(set(remaining) - {"ds-1"})
+    for name in replacements:
+        assert re.fullmatch("rs-[bcdfghjklmnpqrstvwxz2456789]{5}", name)
+        assert remaining[name]["spec"]["nodeName"] == "kubelite-worker2"
     _, node = server.request("GET", "/api/v1/nodes/kubelite-worker")
     assert node["spec"]["unschedulable"] is True
 

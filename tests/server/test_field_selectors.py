@@ -6,7 +6,9 @@ describe pod`` showing the pod's events and ``kubectl events --for``."""
 from __future__ import annotations
 
 import copy
+import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,6 +35,14 @@ def names(server: Server, path: str, selector: str) -> list[str]:
     query = urllib.parse.urlencode({"fieldSelector": selector})
     got = ok(server, "GET", f"{path}?{query}")
     return sorted(item["metadata"]["name"] for item in got["items"])
+
+
+def rc_status(server: Server, check: Callable[[Obj], bool]) -> None:
+    """Until the status of ``fs/rc`` passes ``check``."""
+    deadline = time.monotonic() + 30
+    while not check(ok(server, "GET", f"{NS}/fs/replicationcontrollers/rc").get("status") or {}):
+        assert time.monotonic() < deadline, "the RC's status never came"
+        time.sleep(0.05)
 
 
 def refused(server: Server, path: str, selector: str, *, watch: bool = False) -> str:
@@ -122,12 +132,17 @@ def test_counts_and_flags_compare_as_their_text(fs: Server) -> None:
     assert names(fs, "/api/v1/nodes", "spec.unschedulable=true") == ["n2"]
     rcs = f"{NS}/fs/replicationcontrollers"
     template = {"metadata": {"labels": {"app": "x"}}, "spec": pod("t")["spec"]}
-    rc = {"metadata": {"name": "rc"}, "spec": {"replicas": 2, "template": template}}
+    # its controller writes the status: replicas 0 once it observed the RC, then 2 (pods made,
+    # pending: no Node fits them)
+    rc = {"metadata": {"name": "rc"}, "spec": {"replicas": 0, "template": template}}
     ok(fs, "POST", rcs, rc)
+    rc_status(fs, lambda s: s.get("observedGeneration") == 1)
     assert names(fs, rcs, "status.replicas=0") == ["rc"]
-    got = ok(fs, "GET", f"{rcs}/rc")
-    got["status"] = {"replicas": 2}
-    ok(fs, "PUT", f"{rcs}/rc/status", got)
+    code, scaled = fs.request(
+        "PATCH", f"{rcs}/rc", {"spec": {"replicas": 2}}, "application/merge-patch+json"
+    )
+    assert code == 200, scaled
+    rc_status(fs, lambda s: s.get("replicas") == 2)
     assert names(fs, rcs, "status.replicas=2") == ["rc"]
     assert names(fs, rcs, "status.replicas=0") == []
     ok(fs, "POST", f"{NS}/fs/secrets", {"metadata": {"name": "s"}, "type": "example.com/x"})

@@ -42,6 +42,11 @@ from kubelite.api.controllers.nodelifecycle import NodeLifecycleController
 from kubelite.api.controllers.podgc import PodGC
 from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
+from kubelite.api.controllers.replicaset import (
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    ReplicaSetController,
+)
 from kubelite.api.controllers.rootcacert import RootCAPublisher
 from kubelite.api.controllers.serviceaccounts import ServiceAccountController
 from kubelite.api.kinds import BuiltinKinds
@@ -379,6 +384,11 @@ def controller_manager(
         ),
     )
     manager.add("disruption-controller", DisruptionController(registry, catalogue))
+    manager.add("replicaset-controller", ReplicaSetController(registry, catalogue, REPLICA_SET))
+    manager.add(
+        "replicationcontroller-controller",
+        ReplicaSetController(registry, catalogue, REPLICATION_CONTROLLER),
+    )
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",
