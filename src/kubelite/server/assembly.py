@@ -34,6 +34,7 @@ from kubelite.api.controllers.disruption import DisruptionController
 from kubelite.api.controllers.endpoints import EndpointsController
 from kubelite.api.controllers.endpointslices import EndpointSliceController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
+from kubelite.api.controllers.job import JobController
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.controllers.namespace import NamespaceController
@@ -44,6 +45,7 @@ from kubelite.api.controllers.policystatus import PolicyStatusController
 from kubelite.api.controllers.rbacaggregation import ClusterRoleAggregator
 from kubelite.api.controllers.rootcacert import RootCAPublisher
 from kubelite.api.controllers.serviceaccounts import ServiceAccountController
+from kubelite.api.controllers.ttlafterfinished import TTLAfterFinishedController
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.core.namespaces import (
     NamespaceLifecycleAdmission,
@@ -379,6 +381,9 @@ def controller_manager(
         ),
     )
     manager.add("disruption-controller", DisruptionController(registry, catalogue))
+    backoff_scale = simulation.backoff_scale if simulation is not None else 1.0
+    manager.add("job-controller", JobController(registry, catalogue, backoff_scale=backoff_scale))
+    manager.add("ttl-after-finished-controller", TTLAfterFinishedController(registry, catalogue))
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",
