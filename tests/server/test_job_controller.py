@@ -4,6 +4,7 @@ annotations say, and the Job's status, conditions and events follow as on a kind
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -140,3 +141,163 @@ def test_completions_and_parallelism(server: Server) -> None:
     created = sorted(m for t, r, m in events_of(server, "work") if r == "SuccessfulCreate")
     assert created == [f"Created pod: {n}" for n in names]
     assert ("Normal", "Completed", "Job completed") in events_of(server, "work")
+
+
+def test_kubectl_wait_for_complete(server: Server) -> None:
+    create_job(server, job_body("waited", {"completions": 2}))
+    result = server.kubectl("wait", "--for=condition=complete", "job/waited", "--timeout=50s")
+    assert result.stdout.strip() == "job.batch/waited condition met"
+    assert true("Complete")(get_job(server, "waited"))
+    table = server.kubectl("get", "job", "waited", "--no-headers").stdout.split()
+    assert table[:2] == ["waited", "2/2"]  # COMPLETIONS: succeeded/completions
+
+
+@FAST
+def test_failing_pods_hit_the_backoff_limit(server: Server) -> None:
+    """backoffLimit 2: three pods fail one after the other (each replacement after the
+    scaled back-off), then FailureTarget and Failed with kube's reason and message."""
+    annotations = {f"{A}exit-code": "1"}
+    job = create_job(server, job_body("failing", {"backoffLimit": 2}, annotations))
+    failed = wait_job(server, "failing", true("Failed"))
+    status = failed["status"]
+    message = "Job has reached the specified backoff limit"
+    assert shape(status["conditions"]) == [
+        ("FailureTarget", "True", "BackoffLimitExceeded", message),
+        ("Failed", "True", "BackoffLimitExceeded", message),
+    ]
+    assert status["failed"] == 3
+    assert "succeeded" not in status
+    assert "active" not in status
+    assert "completionTime" not in status
+    assert status["uncountedTerminatedPods"] == {}
+    pods = pods_of(server, job)
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["status"]["phase"] == "Failed"
+        assert TRACKING not in (pod["metadata"].get("finalizers") or [])
+    # one pod at a time: each was created after the one before it failed
+    pods.sort(key=lambda p: p["metadata"]["creationTimestamp"])
+    for before, after in itertools.pairwise(pods):
+        (finished,) = before["status"]["containerStatuses"]
+        assert finished["state"]["terminated"]["exitCode"] == 1
+        assert (
+            after["metadata"]["creationTimestamp"] >= finished["state"]["terminated"]["finishedAt"]
+        )
+    events = events_of(server, "failing")
+    assert [r for _, r, _ in events].count("SuccessfulCreate") == 3
+    assert ("Warning", "BackoffLimitExceeded", message) in events
+    assert not any(r == "Completed" for _, r, _ in events)
+
+
+def test_active_deadline(server: Server) -> None:
+    """A pod that runs for an hour: past activeDeadlineSeconds it is deleted and the Job
+    fails with DeadlineExceeded."""
+    body = job_body("late", {"activeDeadlineSeconds": 2}, {f"{A}run-seconds": "3600"})
+    job = create_job(server, body)
+    running = wait_job(server, "late", lambda j: (j.get("status") or {}).get("active") == 1)
+    assert condition(running, "FailureTarget") is None
+    failed = wait_job(server, "late", true("Failed"))
+    status = failed["status"]
+    message = "Job was active longer than specified deadline"
+    assert shape(status["conditions"]) == [
+        ("FailureTarget", "True", "DeadlineExceeded", message),
+        ("Failed", "True", "DeadlineExceeded", message),
+    ]
+    assert "active" not in status
+    assert status["failed"] == 1
+    assert status["terminating"] == 0
+    events = events_of(server, "late")
+    (pod_name,) = [m.removeprefix("Created pod: ") for _, r, m in events if r == "SuccessfulCreate"]
+    assert ("Normal", "SuccessfulDelete", f"Deleted pod: {pod_name}") in events
+    assert ("Warning", "DeadlineExceeded", message) in events
+    deadline = time.monotonic() + 30
+    while pods_of(server, job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pods_of(server, job) == []  # stopped by the kubelet, its finalizer gone
+
+
+def test_indexed_job(server: Server) -> None:
+    body = job_body("indexed", {"completions": 3, "parallelism": 3, "completionMode": "Indexed"})
+    job = create_job(server, body)
+    done = wait_job(server, "indexed", true("Complete"))
+    assert done["status"]["completedIndexes"] == "0-2"
+    assert done["status"]["succeeded"] == 3
+    pods = sorted(pods_of(server, job), key=lambda p: p["metadata"]["name"])
+    assert len(pods) == 3
+    key = "batch.kubernetes.io/job-completion-index"
+    for index, pod in enumerate(pods):
+        meta = pod["metadata"]
+        assert meta["generateName"] == f"indexed-{index}-"
+        assert meta["annotations"][key] == str(index)
+        assert meta["labels"][key] == str(index)
+        assert pod["spec"]["hostname"] == f"indexed-{index}"
+        (container,) = pod["spec"]["containers"]
+        assert container["env"] == [{
+            "name": "JOB_COMPLETION_INDEX",
+            "valueFrom": {"fieldRef": {
+                "apiVersion": "v1", "fieldPath": f"metadata.annotations['{key}']",
+            }},
+        }]  # fmt: skip
+
+
+def test_suspend_and_resume(server: Server) -> None:
+    """Created suspended: no pods, no startTime; resumed: it runs to completion."""
+    create_job(server, job_body("paused", {"suspend": True, "completions": 2}))
+    suspended = wait_job(server, "paused", true("Suspended"))
+    assert shape(suspended["status"]["conditions"]) == [
+        ("Suspended", "True", "JobSuspended", "Job suspended"),
+    ]
+    assert "startTime" not in suspended["status"]
+    assert pods_of(server, suspended) == []
+    assert ("Normal", "Suspended", "Job suspended") in events_of(server, "paused")
+    code, patched = server.request(
+        "PATCH", f"{JOBS}/paused", {"spec": {"suspend": False}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    assert code == 200, patched
+    done = wait_job(server, "paused", true("Complete"))
+    assert shape(done["status"]["conditions"])[0] == (
+        "Suspended", "False", "JobResumed", "Job resumed"
+    )  # fmt: skip
+    assert done["status"]["startTime"]
+    assert done["status"]["succeeded"] == 2
+    assert ("Normal", "Resumed", "Job resumed") in events_of(server, "paused")
+
+
+def test_suspending_a_running_job_deletes_its_pods(server: Server) -> None:
+    body = job_body("busy", {"parallelism": 2, "completions": 4}, {f"{A}run-seconds": "3600"})
+    job = create_job(server, body)
+    wait_job(server, "busy", lambda j: (j.get("status") or {}).get("active") == 2)
+    code, patched = server.request(
+        "PATCH", f"{JOBS}/busy", {"spec": {"suspend": True}},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    assert code == 200, patched
+    suspended = wait_job(
+        server, "busy", lambda j: true("Suspended")(j) and "active" not in j["status"]
+    )
+    assert "failed" not in suspended["status"]  # pods of a suspended Job are not failures
+    events = events_of(server, "busy")
+    assert [r for _, r, _ in events].count("SuccessfulDelete") == 2
+    deadline = time.monotonic() + 30
+    while pods_of(server, job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pods_of(server, job) == []
+
+
+def test_ttl_after_finished_deletes_the_job_and_its_pods(server: Server) -> None:
+    job = create_job(server, job_body("brief", {"ttlSecondsAfterFinished": 1}))
+    deadline = time.monotonic() + 40
+    seen_complete = False
+    while time.monotonic() < deadline:
+        code, found = server.request("GET", f"{JOBS}/brief")
+        if code == 404:
+            break
+        seen_complete = seen_complete or true("Complete")(found)
+        time.sleep(0.05)
+    assert code == 404, found
+    assert seen_complete
+    deadline = time.monotonic() + 30
+    while pods_of(server, job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pods_of(server, job) == []

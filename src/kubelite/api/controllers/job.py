@@ -36,6 +36,7 @@ from typing import Any
 
 from kubelite.api.catalogue import Catalogue
 from kubelite.api.controllers.expectations import Expectations, UIDExpectations
+from kubelite.api.controllers.jobpods import PodControl
 from kubelite.api.controllers.jobsync import JobSync
 from kubelite.api.controllers.jobtracking import (
     TRACKING_FINALIZER,
@@ -46,7 +47,6 @@ from kubelite.api.controllers.jobtracking import (
     parse_time,
 )
 from kubelite.api.controllers.keyed import KeyedController
-from kubelite.api.controllers.podcontrol import PodControl
 from kubelite.api.errors import APIError
 from kubelite.api.machinery.registry import Registry
 from kubelite.api.machinery.selectors import SelectorError, label_selector_of

@@ -8,6 +8,8 @@ has ``batch.kubernetes.io/job-tracking`` is first written to ``status.uncountedT
 ``completedIndexes``), then its finalizer is removed, then the uid leaves the list and the
 counter goes up, in one status write more. So a pod is counted once whatever fails in between.
 
+The pods are created and deleted by :class:`~kubelite.api.controllers.jobmanage.JobPods`.
+
 Finishing (1.31+): success (``succeeded >= completions``, or for a Job without completions one
 success and no active pod) first adds ``SuccessCriteriaMet`` (``CompletionsReached``); failure
 first adds ``FailureTarget`` (``BackoffLimitExceeded``, ``DeadlineExceeded``) and deletes the
@@ -20,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubelite.api.controllers import jobindexes as ix
 from kubelite.api.controllers.events import NORMAL, WARNING
+from kubelite.api.controllers.jobmanage import JobPods
+from kubelite.api.controllers.jobpods import MANAGER
 from kubelite.api.controllers.jobtracking import (
     COMPLETE,
     FAILED,
@@ -42,66 +46,25 @@ from kubelite.api.controllers.jobtracking import (
     is_terminating,
     managed_elsewhere,
     new_condition,
-    only_replace_failed,
     parse_time,
     phase,
-    pod_from_template,
-    removal_order,
     restarts_while_running,
 )
-from kubelite.api.controllers.podcontrol import MANAGER
-from kubelite.api.controllers.serviceaccounts import namespace_terminating
-from kubelite.api.encoding.stored import clone, now
+from kubelite.api.encoding.stored import now
 from kubelite.api.errors import APIError
 from kubelite.api.kinds.policy.disruption import is_pod_ready
 from kubelite.api.machinery.selectors import SelectorError, label_selector_of
 
-if TYPE_CHECKING:
-    from kubelite.api.controllers.job import JobController
-
 Obj = dict[str, Any]
-#: MaxUncountedPods, MaxPodCreateDeletePerSync
+#: MaxUncountedPods
 MAX_UNCOUNTED_PODS = 500
-MAX_POD_CREATE_DELETE = 500
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 
 
-class JobSync:
-    """``syncJobCtx`` and the steps of ``syncJob`` over it."""
-
-    def __init__(self, controller: JobController, job: Obj) -> None:
-        self.c = controller
-        self.job = {**clone(job), "kind": "Job", "apiVersion": "batch/v1"}
-        meta = self.job["metadata"]
-        self.namespace, self.name = str(meta.get("namespace") or ""), str(meta["name"])
-        self.key = (self.namespace, self.name)
-        self.spec: Obj = self.job.get("spec") or {}
-        self.indexed = self.spec.get("completionMode") == "Indexed"
-        self.completions: int | None = self.spec.get("completions")
-        self.pods: list[Obj] = []
-        self.active_pods: list[Obj] = []
-        self.finished: Obj | None = None
-        self.succeeded = 0
-        self.failed = 0
-        self.ready = 0
-        self.terminating = 0
-        self.prev_indexes: list[ix.Interval] = []
-        self.succeeded_indexes: list[ix.Interval] = []
-        self.expected_rm: frozenset[str] = frozenset()
-        self.uncounted_succeeded: set[str] = set()
-        self.uncounted_failed: set[str] = set()
-        self.new_backoff = BackoffRecord()
-
-    @property
-    def status(self) -> Obj:
-        status: Obj = self.job.setdefault("status", {})
-        return status
-
-    @property
-    def suspended(self) -> bool:
-        return bool(self.spec.get("suspend"))
+class JobSync(JobPods):
+    """``syncJob`` over the state :class:`JobPods` holds."""
 
     # -- syncJob ---------------------------------------------------------------------------------
 
@@ -286,159 +249,6 @@ class JobSync:
             return True
         return False
 
-    # -- pods ------------------------------------------------------------------------------------
-
-    async def delete_active_pods(self) -> tuple[int, int, Exception | None]:
-        """``deleteActivePods``: deleted, finalizers kept (the counting removes them)."""
-        results = await asyncio.gather(
-            *(self._delete(p, remove_finalizer=False) for p in self.active_pods)
-        )
-        return self._tally(results)
-
-    async def delete_pods(self, pods: list[Obj]) -> tuple[int, int, Exception | None]:
-        """``deleteJobPods``: finalizer removed, then deleted; a pod whose deletion will not be
-        seen (refused, or gone already) is expected no more."""
-        results = await asyncio.gather(*(self._delete(p, remove_finalizer=True) for p in pods))
-        for error, _, gone in results:
-            if error is not None or gone:
-                self.c.expectations.deletion_observed(self.key)
-        return self._tally(results)
-
-    def _tally(
-        self, results: list[tuple[Exception | None, bool, bool]]
-    ) -> tuple[int, int, Exception | None]:
-        deleted = sum(1 for error, _, _ in results if error is None)
-        deleted_ready = sum(1 for error, ready, _ in results if ready and error is None)
-        error = next((e for e, _, _ in results if e is not None), None)
-        return deleted_ready, deleted, error
-
-    async def _delete(
-        self, pod: Obj, *, remove_finalizer: bool
-    ) -> tuple[Exception | None, bool, bool]:
-        """(the error, the pod was ready, it was gone already: 404 is no error)."""
-        ready = is_pod_ready(pod)
-        try:
-            if remove_finalizer:
-                await self.c.pod_control.remove_finalizer(pod, TRACKING_FINALIZER)
-            await self.c.pod_control.delete(self.job, self.namespace, pod["metadata"]["name"])
-        except APIError as exc:
-            if exc.code == 404:
-                return None, ready, True
-            return exc, ready, False
-        return None, ready, False
-
-    async def manage(self, active: int) -> tuple[int, Exception | None]:
-        """``manageJob``: delete surplus pods, or create missing ones after the back-off."""
-        c = self.c
-        parallelism = int(self.spec.get("parallelism") or 0)
-        if self.suspended:
-            doomed = self.pods_for_removal(active)
-            c.expectations.expect(self.key, delete=len(doomed))
-            removed_ready, removed, error = await self.delete_pods(doomed)
-            self.terminating += removed
-            self.ready -= removed_ready
-            return active - removed, error
-        if self.completions is None:
-            want = active if self.succeeded > 0 else parallelism
-        else:
-            want = max(min(self.completions - self.succeeded, parallelism), 0)
-        doomed = self.pods_for_removal(max(active - want, 0))[:MAX_POD_CREATE_DELETE]
-        if doomed:
-            c.expectations.expect(self.key, delete=len(doomed))
-            removed_ready, removed, error = await self.delete_pods(doomed)
-            self.terminating += removed
-            self.ready -= removed_ready
-            return active - removed, error
-        waiting = self.terminating if only_replace_failed(self.job) else 0
-        diff = want - waiting - active
-        if diff <= 0:
-            return active, None
-        remaining = self.new_backoff.remaining(time.time(), c.backoff_scale)
-        if remaining > 0:
-            c.sync_batched(self.job, remaining)
-            return active, None
-        diff = min(diff, MAX_POD_CREATE_DELETE)
-        indexes: list[int] = []
-        if self.indexed:
-            indexes = self.pending_indexes(diff)
-            diff = len(indexes)
-        return await self.create_pods(active, diff, indexes)
-
-    def pending_indexes(self, count: int) -> list[int]:
-        busy = [ix.completion_index(p) for p in self.active_pods]
-        if only_replace_failed(self.job):
-            busy += [ix.completion_index(p) for p in self.pods if is_terminating(p)]
-        return ix.first_pending(self.succeeded_indexes, busy, count, int(self.completions or 0))
-
-    def pods_for_removal(self, at_least: int) -> list[Obj]:
-        """``activePodsForRemoval``: for an Indexed Job first the pods of no valid index and
-        the extra pods of an index; then the rest in ``controller.ActivePods`` order."""
-        remove: list[Obj] = []
-        left = list(self.active_pods)
-        if self.indexed:
-            completions = int(self.completions or 0)
-            by_index: dict[int, list[Obj]] = {}
-            left = []
-            for pod in self.active_pods:
-                index = ix.completion_index(pod)
-                if index == ix.UNKNOWN or index >= completions:
-                    remove.append(pod)
-                else:
-                    by_index.setdefault(index, []).append(pod)
-            for group in by_index.values():
-                group.sort(key=removal_order)
-                remove.extend(group[:-1])
-                left.append(group[-1])
-        if len(remove) < at_least:
-            left.sort(key=removal_order)
-            remove.extend(left[: at_least - len(remove)])
-        return remove
-
-    async def create_pods(
-        self, active: int, diff: int, indexes: list[int]
-    ) -> tuple[int, Exception | None]:
-        """Slow-start batches (1, 2, 4...) of pods from the template; a batch with a failure
-        ends the creations (the others are expected no more)."""
-        c = self.c
-        c.expectations.expect(self.key, add=diff)
-        active += diff
-        template = clone(self.spec.get("template") or {})
-        if self.indexed:
-            ix.add_index_env(template)
-        errors: list[Exception] = []
-        batch = min(diff, 1)
-        while diff > 0:
-            wave = [indexes.pop(0) if indexes else ix.UNKNOWN for _ in range(batch)]
-            results = await asyncio.gather(*(self._create(template, i) for i in wave))
-            failed = [e for e in results if e is not None]
-            for error in failed:
-                c.expectations.creation_observed(self.key)
-                active -= 1
-                errors.append(error)
-            diff -= batch
-            if failed and diff > 0:
-                for _ in range(diff):
-                    c.expectations.creation_observed(self.key)
-                active -= diff
-                break
-            batch = min(2 * batch, diff)
-        return active, (errors[0] if errors else None)
-
-    async def _create(self, template: Obj, index: int) -> Exception | None:
-        generate_name = f"{self.name}-"
-        if index != ix.UNKNOWN:
-            template = clone(template)
-            ix.mark_index(template, self.name, index)
-            generate_name = ix.generate_name(self.name, index)
-        pod = pod_from_template(self.job, template, generate_name)
-        try:
-            await self.c.pod_control.create(self.job, pod)
-        except APIError as exc:
-            if namespace_terminating(exc):
-                return None
-            return exc
-        return None
-
     # -- status ----------------------------------------------------------------------------------
 
     async def track_status(self, needs_flush: bool) -> None:
@@ -461,8 +271,8 @@ class JobSync:
             if not has_tracking_finalizer(pod) or uid in self.expected_rm:
                 continue
             failed = is_failed(pod, self.job)
-            if self.finished is None and phase(pod) != "Succeeded" and not failed:
-                continue  # ``canRemoveFinalizer``
+            if not self.can_remove_finalizer(pod, failed):
+                continue
             to_remove.append(pod)
             index = ix.completion_index(pod)
             if phase(pod) == "Succeeded" and uid not in self.uncounted_failed:
@@ -512,6 +322,12 @@ class JobSync:
             await self.write_status()
             if finished:
                 await self.record_finished()
+
+    def can_remove_finalizer(self, pod: Obj, failed: bool) -> bool:
+        """``canRemoveFinalizer``: the Job is being deleted or finishing, or the pod is done."""
+        if self.job["metadata"].get("deletionTimestamp") or self.finished is not None:
+            return True
+        return phase(pod) == "Succeeded" or failed
 
     def clean_uncounted(self, with_finalizer: set[str]) -> bool:
         """``cleanUncountedPodsWithoutFinalizers``: the uids whose finalizer is gone leave the

@@ -1,4 +1,4 @@
-"""A workload controller's writes to its pods (pkg/controller/controller_utils.go's
+"""The Job controller's writes to its pods (pkg/controller/controller_utils.go's
 ``RealPodControl`` and ``PodControllerRefManager``): create from a template with the
 ``SuccessfulCreate`` / ``FailedCreate`` events, delete with ``SuccessfulDelete`` /
 ``FailedDelete``, strategic merge patches (a finalizer removed), and claiming: an orphan that
