@@ -301,3 +301,44 @@ def test_ttl_after_finished_deletes_the_job_and_its_pods(server: Server) -> None
     while pods_of(server, job) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pods_of(server, job) == []
+
+
+@FAST
+def test_pod_failure_policy_fail_job_and_ignore(server: Server) -> None:
+    """Exit code 42 matches a FailJob rule: the Job fails at the first failure, whatever its
+    backoffLimit. Exit code 3 matches an Ignore rule: with backoffLimit 0 the failures do not
+    count, and the Job keeps replacing its pod."""
+    policy = {
+        "rules": [
+            {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}},
+        ]
+    }
+    spec = {"backoffLimit": 6, "podFailurePolicy": policy}
+    job = create_job(server, job_body("fatal", spec, {f"{A}exit-code": "42"}))
+    failed = wait_job(server, "fatal", true("Failed"))
+    (pod,) = pods_of(server, job)
+    message = (
+        f"Container work for pod {server.namespace}/{pod['metadata']['name']} failed with exit "
+        "code 42 matching FailJob rule at index 0"
+    )
+    assert shape(failed["status"]["conditions"]) == [
+        ("FailureTarget", "True", "PodFailurePolicy", message),
+        ("Failed", "True", "PodFailurePolicy", message),
+    ]
+    assert failed["status"]["failed"] == 1
+    assert ("Warning", "PodFailurePolicy", message) in events_of(server, "fatal")
+
+    spec = {"backoffLimit": 0, "podFailurePolicy": policy}
+    job = create_job(server, job_body("ignored", spec, {f"{A}exit-code": "3"}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = [p for p in pods_of(server, job) if p["status"].get("phase") == "Failed"]
+        if len(done) >= 3:
+            break
+        time.sleep(0.1)
+    assert len(done) >= 3
+    ignored = get_job(server, "ignored")
+    assert condition(ignored, "Failed") is None
+    assert condition(ignored, "FailureTarget") is None
+    assert "failed" not in ignored["status"]

@@ -54,6 +54,7 @@ class JobPods:
         self.spec: Obj = self.job.get("spec") or {}
         self.indexed = self.spec.get("completionMode") == "Indexed"
         self.completions: int | None = self.spec.get("completions")
+        self.policy: Obj | None = self.spec.get("podFailurePolicy")
         self.pods: list[Obj] = []
         self.active_pods: list[Obj] = []
         self.finished: Obj | None = None

@@ -12,10 +12,12 @@ The pods are created and deleted by :class:`~kubelite.api.controllers.jobmanage.
 
 Finishing (1.31+): success (``succeeded >= completions``, or for a Job without completions one
 success and no active pod) first adds ``SuccessCriteriaMet`` (``CompletionsReached``); failure
-first adds ``FailureTarget`` (``BackoffLimitExceeded``, ``DeadlineExceeded``) and deletes the
-active pods. Once no pod is uncounted or terminating, ``Complete`` (with ``completionTime``) or
-``Failed`` follows with the same reason and message, and the event: Normal ``Completed`` "Job
-completed", or a Warning of the failure's reason and message.
+first adds ``FailureTarget`` (``BackoffLimitExceeded``, ``DeadlineExceeded``, or
+``PodFailurePolicy`` when a failed pod matches a ``FailJob`` rule: :mod:`.jobfailurepolicy`, whose
+``Ignore`` rules also keep failures out of the count) and deletes the active pods. Once no pod is
+uncounted or terminating, ``Complete`` (with ``completionTime``) or ``Failed`` follows with the
+same reason and message, and the event: Normal ``Completed`` "Job completed", or a Warning of the
+failure's reason and message.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import time
 from typing import Any
 
+from kubelite.api.controllers import jobfailurepolicy as failure_policy
 from kubelite.api.controllers import jobindexes as ix
 from kubelite.api.controllers.events import NORMAL, WARNING
 from kubelite.api.controllers.jobmanage import JobPods
@@ -61,6 +64,7 @@ MAX_UNCOUNTED_PODS = 500
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
+POD_FAILURE_POLICY = "PodFailurePolicy"
 
 
 class JobSync(JobPods):
@@ -92,7 +96,8 @@ class JobSync(JobPods):
         new_succeeded, new_failed = self.new_finished_pods()
         self.succeeded = int(self.status.get("succeeded") or 0) + len(new_succeeded)
         self.succeeded += len(self.uncounted_succeeded)
-        self.failed = int(self.status.get("failed") or 0) + len(new_failed)
+        counted = [p for p in new_failed if failure_policy.match(self.policy, p)[1]]
+        self.failed = int(self.status.get("failed") or 0) + len(counted)
         self.failed += len(self.uncounted_failed)
         if not self.status.get("startTime") and not self.suspended:
             self.status["startTime"] = now()
@@ -200,6 +205,14 @@ class JobSync(JobPods):
             reason, message = target.get("reason", ""), target.get("message", "")
             self.finished = new_condition(FAILED, "True", reason, message)
             return
+        for pod in self.pods:
+            if is_failed(pod, self.job):
+                message, _, _ = failure_policy.match(self.policy, pod)
+                if message is not None:  # ``getFailJobMessage``
+                    self.finished = new_condition(
+                        FAILURE_TARGET, "True", POD_FAILURE_POLICY, message
+                    )
+                    return
         limit = int(self.spec.get("backoffLimit") or 0)
         if self.failed > limit or self.past_backoff_limit_on_failure(limit):
             self.finished = new_condition(FAILURE_TARGET, "True", *BACKOFF_LIMIT_EXCEEDED)
@@ -287,7 +300,8 @@ class JobSync(JobPods):
                 self.finished is not None and self.finished["type"] != SUCCESS_CRITERIA_MET
             ):
                 valid = not self.indexed or 0 <= index < completions
-                if uid not in self.uncounted_failed and valid:
+                counts = failure_policy.match(self.policy, pod)[1]
+                if uid not in self.uncounted_failed and valid and counts:
                     needs_flush = True
                     uncounted.setdefault("failed", []).append(uid)
             waiting = len(uncounted.get("succeeded") or []) + len(uncounted.get("failed") or [])
