@@ -342,3 +342,25 @@ def test_pod_failure_policy_fail_job_and_ignore(server: Server) -> None:
     assert condition(ignored, "Failed") is None
     assert condition(ignored, "FailureTarget") is None
     assert "failed" not in ignored["status"]
+
+
+def test_success_policy_of_an_indexed_job(server: Server) -> None:
+    """One pod at a time, and a rule that one succeeded index is enough: the Job completes
+    after index 0 with reason SuccessPolicy, its other indexes never run."""
+    spec = {
+        "completions": 3,
+        "parallelism": 1,
+        "completionMode": "Indexed",
+        "successPolicy": {"rules": [{"succeededCount": 1}]},
+    }
+    job = create_job(server, job_body("enough", spec))
+    done = wait_job(server, "enough", true("Complete"))
+    status = done["status"]
+    assert shape(status["conditions"]) == [
+        ("SuccessCriteriaMet", "True", "SuccessPolicy", "Matched rules at index 0"),
+        ("Complete", "True", "SuccessPolicy", "Matched rules at index 0"),
+    ]
+    assert status["completedIndexes"] == "0"
+    assert status["succeeded"] == 1
+    (pod,) = pods_of(server, job)
+    assert pod["metadata"]["generateName"] == "enough-0-"

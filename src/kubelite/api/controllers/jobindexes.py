@@ -119,3 +119,40 @@ def mark_index(template: Obj, job_name: str, index: int) -> None:
     meta.setdefault("annotations", {})[INDEX_KEY] = str(index)
     meta.setdefault("labels", {})[INDEX_KEY] = str(index)
     template.setdefault("spec", {})["hostname"] = f"{job_name}-{index}"
+
+
+def _overlap(rule: list[Interval], done: list[Interval]) -> int:
+    """How many of the rule's indexes succeeded (``matchSucceededIndexesRule``'s walk)."""
+    contains = r = d = 0
+    while r < len(rule) and d < len(done):
+        overlap = min(rule[r][1], done[d][1]) - max(rule[r][0], done[d][0]) + 1
+        if overlap > 0:
+            contains += overlap
+        if done[d][1] < rule[r][1]:
+            d += 1
+        else:
+            r += 1
+    return contains
+
+
+def match_success_policy(policy: Obj | None, completions: int, done: list[Interval]) -> str | None:
+    """``matchSuccessPolicy`` (pkg/controller/job/success_policy.go): the message of the first
+    rule the succeeded indexes satisfy (``Matched rules at index <i>``), or None. A rule with
+    ``succeededIndexes`` needs all of them, or ``succeededCount`` of them; a rule with only
+    ``succeededCount`` needs that many indexes."""
+    if not policy or not done:
+        return None
+    for index, rule in enumerate(policy.get("rules") or []):
+        count = rule.get("succeededCount")
+        if rule.get("succeededIndexes") is not None:
+            required = parse_indexes(rule["succeededIndexes"], completions)
+            if not required:
+                continue
+            contains = _overlap(required, done)
+            if (count is None and contains == total(required)) or (
+                count is not None and contains >= int(count)
+            ):
+                return f"Matched rules at index {index}"
+        elif count is not None and total(done) >= int(count):
+            return f"Matched rules at index {index}"
+    return None

@@ -11,7 +11,8 @@ counter goes up, in one status write more. So a pod is counted once whatever fai
 The pods are created and deleted by :class:`~kubelite.api.controllers.jobmanage.JobPods`.
 
 Finishing (1.31+): success (``succeeded >= completions``, or for a Job without completions one
-success and no active pod) first adds ``SuccessCriteriaMet`` (``CompletionsReached``); failure
+success and no active pod) first adds ``SuccessCriteriaMet`` (``CompletionsReached``; an
+Indexed Job's ``successPolicy`` met: ``SuccessPolicy``, and its other pods are deleted); failure
 first adds ``FailureTarget`` (``BackoffLimitExceeded``, ``DeadlineExceeded``, or
 ``PodFailurePolicy`` when a failed pod matches a ``FailJob`` rule: :mod:`.jobfailurepolicy`, whose
 ``Ignore`` rules also keep failures out of the count) and deletes the active pods. Once no pod is
@@ -64,7 +65,7 @@ MAX_UNCOUNTED_PODS = 500
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
-POD_FAILURE_POLICY = "PodFailurePolicy"
+POD_FAILURE_POLICY, SUCCESS_POLICY = "PodFailurePolicy", "SuccessPolicy"
 
 
 class JobSync(JobPods):
@@ -107,6 +108,12 @@ class JobSync(JobPods):
         self.decide_failure()
         if self.indexed:
             self.count_indexes()
+            policy = self.spec.get("successPolicy")
+            met = ix.match_success_policy(
+                policy, int(self.completions or 0), self.succeeded_indexes
+            )
+            if self.finished is None and met is not None:
+                self.finished = new_condition(SUCCESS_CRITERIA_MET, "True", SUCCESS_POLICY, met)
         manage_error: Exception | None = None
         suspend_changed = False
         if self.finished is not None:
