@@ -148,8 +148,9 @@ def test_kubectl_wait_for_complete(server: Server) -> None:
     result = server.kubectl("wait", "--for=condition=complete", "job/waited", "--timeout=50s")
     assert result.stdout.strip() == "job.batch/waited condition met"
     assert true("Complete")(get_job(server, "waited"))
-    table = server.kubectl("get", "job", "waited", "--no-headers").stdout.split()
-    assert table[:2] == ["waited", "2/2"]  # COMPLETIONS: succeeded/completions
+    header, row = server.kubectl("get", "job", "waited").stdout.splitlines()
+    assert header.split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert row.split()[:3] == ["waited", "Complete", "2/2"]
 
 
 @FAST
@@ -250,6 +251,9 @@ def test_suspend_and_resume(server: Server) -> None:
     assert "startTime" not in suspended["status"]
     assert pods_of(server, suspended) == []
     assert ("Normal", "Suspended", "Job suspended") in events_of(server, "paused")
+    row = server.kubectl("get", "job", "paused", "--no-headers").stdout.split()
+    assert row[:3] == ["paused", "Suspended", "0/2"]  # and no DURATION: it never started
+    assert len(row) == 4
     code, patched = server.request(
         "PATCH", f"{JOBS}/paused", {"spec": {"suspend": False}},
         content_type="application/merge-patch+json",
