@@ -368,3 +368,25 @@ def test_success_policy_of_an_indexed_job(server: Server) -> None:
     assert status["succeeded"] == 1
     (pod,) = pods_of(server, job)
     assert pod["metadata"]["generateName"] == "enough-0-"
+
+
+def test_a_deleted_jobs_orphaned_pods_lose_the_tracking_finalizer(server: Server) -> None:
+    """A batch/v1 Job deleted without a policy orphans its pods: the garbage collector drops
+    their owner reference, the Job controller their tracking finalizer; they keep running."""
+    job = create_job(server, job_body("left", {}, {f"{A}run-seconds": "3600"}))
+    wait_job(server, "left", lambda j: (j.get("status") or {}).get("active") == 1)
+    (pod,) = pods_of(server, job)
+    assert TRACKING in pod["metadata"]["finalizers"]
+    code, answer = server.request("DELETE", f"{JOBS}/left")
+    assert code == 200, answer
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        (pod,) = pods_of(server, job)
+        meta = pod["metadata"]
+        if not meta.get("ownerReferences") and TRACKING not in (meta.get("finalizers") or []):
+            break
+        time.sleep(0.1)
+    assert "ownerReferences" not in pod["metadata"]
+    assert TRACKING not in (pod["metadata"].get("finalizers") or [])
+    assert pod["status"]["phase"] == "Running"
+    assert "deletionTimestamp" not in pod["metadata"]
