@@ -34,6 +34,7 @@ from kubelite.api.controllers.disruption import DisruptionController
 from kubelite.api.controllers.endpoints import EndpointsController
 from kubelite.api.controllers.endpointslices import EndpointSliceController
 from kubelite.api.controllers.garbagecollector import GarbageCollector
+from kubelite.api.controllers.job import JobController
 from kubelite.api.controllers.leaderelection import ElectionConfig
 from kubelite.api.controllers.manager import ControllerManager
 from kubelite.api.controllers.namespace import NamespaceController
@@ -49,6 +50,7 @@ from kubelite.api.controllers.replicaset import (
 )
 from kubelite.api.controllers.rootcacert import RootCAPublisher
 from kubelite.api.controllers.serviceaccounts import ServiceAccountController
+from kubelite.api.controllers.ttlafterfinished import TTLAfterFinishedController
 from kubelite.api.kinds import BuiltinKinds
 from kubelite.api.kinds.core.namespaces import (
     NamespaceLifecycleAdmission,
@@ -389,6 +391,9 @@ def controller_manager(
         "replicationcontroller-controller",
         ReplicaSetController(registry, catalogue, REPLICATION_CONTROLLER),
     )
+    backoff_scale = simulation.backoff_scale if simulation is not None else 1.0
+    manager.add("job-controller", JobController(registry, catalogue, backoff_scale=backoff_scale))
+    manager.add("ttl-after-finished-controller", TTLAfterFinishedController(registry, catalogue))
     if ca_pem is not None:
         manager.add(
             "root-ca-certificate-publisher-controller",

@@ -249,6 +249,8 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
       sum of its matches if they are numbers, else how many there are (``0`` if none).
     - ``node-status``, ``node-roles``: a Node's STATUS and ROLES (:func:`node_status`,
       :func:`node_roles`; ``json_path`` unused).
+    - ``job-status``, ``job-completions``, ``job-duration``: a Job's STATUS, COMPLETIONS and
+      DURATION (:func:`job_status`, :func:`job_completions`, :func:`job_duration`).
     """
     render = column.render
     if render == "value":
@@ -288,6 +290,12 @@ def render_cell(column: Column, obj: dict[str, Any], now: datetime | None = None
     if render == "ratio":
         numerator, _, denominator = column.json_path.partition("/")
         return f"{_ratio_side(numerator, obj)}/{_ratio_side(denominator, obj)}"
+    if render == "job-status":
+        return job_status(obj)
+    if render == "job-completions":
+        return job_completions(obj)
+    if render == "job-duration":
+        return job_duration(obj, now or datetime.now(UTC))
     if render == "node-status":
         return node_status(obj)
     if render == "node-roles":
@@ -324,3 +332,58 @@ def node_roles(node: dict[str, Any]) -> str:
         elif key == NODE_ROLE_LABEL and value:
             roles.add(value)
     return ",".join(sorted(roles)) or "<none>"
+
+
+#: printJob's STATUS: the first condition type that is True, in this order (Terminating, from
+#: the deletion timestamp, comes after Failed)
+_JOB_STATUS_ORDER = ("Complete", "Failed", "", "Suspended", "FailureTarget", "SuccessCriteriaMet")
+
+
+def job_status(job: dict[str, Any]) -> str:
+    """printJob's STATUS: Complete, Failed, Terminating, Suspended, FailureTarget,
+    SuccessCriteriaMet, else Running."""
+    true = {
+        c.get("type")
+        for c in (job.get("status") or {}).get("conditions") or []
+        if c.get("status") == "True"
+    }
+    for kind in _JOB_STATUS_ORDER:
+        if not kind:
+            if (job.get("metadata") or {}).get("deletionTimestamp"):
+                return "Terminating"
+        elif kind in true:
+            return kind
+    return "Running"
+
+
+def job_completions(job: dict[str, Any]) -> str:
+    """printJob's COMPLETIONS: ``succeeded/completions``; without completions ``succeeded/1``,
+    or ``succeeded/1 of parallelism`` when more than one pod runs at a time."""
+    spec = job.get("spec") or {}
+    succeeded = int((job.get("status") or {}).get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    parallelism = int(spec.get("parallelism") or 0)
+    if parallelism > 1:
+        return f"{succeeded}/1 of {parallelism}"
+    return f"{succeeded}/1"
+
+
+def job_duration(job: dict[str, Any], now: datetime) -> str:
+    """printJob's DURATION: from startTime to completionTime, or to now while not complete;
+    empty before it started."""
+    status = job.get("status") or {}
+
+    def parsed(text: Any) -> datetime | None:
+        if not isinstance(text, str):
+            return None
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    started = parsed(status.get("startTime"))
+    if started is None:
+        return ""
+    ended = parsed(status.get("completionTime")) or now
+    return human_duration((ended - started).total_seconds())

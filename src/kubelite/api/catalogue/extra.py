@@ -39,7 +39,9 @@ class ColumnSpec(NamedTuple):
     - ``ratio``: ``"<a>/<b>"``; each side is the sum of its numeric matches or, when they are
       not numbers, how many there are (``readyReplicas/replicas``, ready containers/containers);
     - ``pod-status``, ``pod-ready``, ``pod-restarts``: a pod's STATUS, READY (sidecars
-      counted) and RESTARTS (``3 (12s ago)``) as kube's printPod derives them.
+      counted) and RESTARTS (``3 (12s ago)``) as kube's printPod derives them;
+    - ``job-status``, ``job-completions``, ``job-duration``: a Job's STATUS, COMPLETIONS and
+      DURATION as kube's printJob derives them.
     """
 
     name: str
@@ -347,7 +349,14 @@ TABLE_COLUMNS: dict[Key, tuple[ColumnSpec, ...]] = {
     ),
     ("batch", "jobs"): (
         NAME,
-        ColumnSpec("Completions", ".status.succeeded/.spec.completions", render="ratio"),
+        ColumnSpec("Status", ".status", render="job-status", description="Status of the job."),
+        ColumnSpec("Completions", ".status.succeeded", render="job-completions"),
+        ColumnSpec(
+            "Duration",
+            ".status",
+            render="job-duration",
+            description="Time required to complete the job.",
+        ),
         AGE,
     ),
     ("coordination.k8s.io", "leases"): (
