@@ -1,7 +1,12 @@
 """CRD conversion webhooks against a real server and a real HTTPS webhook started here (its own
-CA and serving certificate): a Widget stored at v1 (``spec.size``) and served at v2 too
+CA and serving certificate): a Widget stored at v2 (``spec.size``) and served at v1 too
 (``spec.replicas``), read and written at either version by HTTP, watch and kubectl; the
-webhook down or answering wrongly, with kube-apiserver's texts; a webhook reached as a Service."""
+webhook down or answering wrongly, with kube-apiserver's texts; a webhook reached as a Service.
+
+The stored version is the one discovery prefers (v2 before v1), which the garbage collector
+reads every kind at: its monitor of Widgets (started within a second of the CRD, at any point
+of a test on a loaded machine) then sends no reviews of its own, and the reviews a test counts
+are its requests'."""
 
 from __future__ import annotations
 
@@ -25,20 +30,20 @@ from kubelite.server.tls import ensure_serving_files
 #: why), and each test's webhook has a CA of its own: a server of its own for each
 pytestmark = pytest.mark.fresh_server(subprocess=True)
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-V1 = "/apis/example.com/v1/namespaces/{ns}/widgets"
 V2 = "/apis/example.com/v2/namespaces/{ns}/widgets"
+V1 = "/apis/example.com/v1/namespaces/{ns}/widgets"
 
 
 # --- the webhook ---------------------------------------------------------------------------------
 
 
 def convert(obj: dict[str, Any], desired: str) -> dict[str, Any]:
-    """v1 ``spec.size`` <-> v2 ``spec.replicas``."""
+    """v2 ``spec.size`` <-> v1 ``spec.replicas``."""
     out = copy.deepcopy(obj)
     spec = out.get("spec") or {}
-    if desired == "example.com/v2" and "size" in spec:
+    if desired == "example.com/v1" and "size" in spec:
         spec["replicas"] = spec.pop("size")
-    if desired == "example.com/v1" and "replicas" in spec:
+    if desired == "example.com/v2" and "replicas" in spec:
         spec["size"] = spec.pop("replicas")
     out["apiVersion"] = desired
     return out
@@ -174,7 +179,7 @@ def widget_crd(client_config: dict[str, Any]) -> dict[str, Any]:
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [version("v1", "size", True), version("v2", "replicas", False)],
+            "versions": [version("v2", "size", True), version("v1", "replicas", False)],
             "conversion": {
                 "strategy": "Webhook",
                 "webhook": {"clientConfig": client_config, "conversionReviewVersions": ["v1"]},
@@ -195,7 +200,7 @@ def widgets(server: Server, hook: ConversionHook) -> Server:
     return server
 
 
-def widget(name: str, api_version: str = "example.com/v1", **spec: int) -> dict[str, Any]:
+def widget(name: str, api_version: str = "example.com/v2", **spec: int) -> dict[str, Any]:
     return {
         "apiVersion": api_version,
         "kind": "Widget",
@@ -286,11 +291,11 @@ def test_the_crds_conversion_is_validated_with_apiextensions_texts(
 def test_reads_at_another_version_go_through_the_webhook(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    created = ok(widgets, "POST", V1, widget("a", size=3))
+    created = ok(widgets, "POST", V2, widget("a", size=3))
     assert created["spec"] == {"size": 3}
     assert hook.reviews == []  # created at the storage version: nothing to convert
-    got = ok(widgets, "GET", V2 + "/a")
-    assert (got["apiVersion"], got["spec"]) == ("example.com/v2", {"replicas": 3})
+    got = ok(widgets, "GET", V1 + "/a")
+    assert (got["apiVersion"], got["spec"]) == ("example.com/v1", {"replicas": 3})
     assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     review = hook.reviews[-1]
     assert review["path"] == "/convert?timeout=30s"
@@ -299,93 +304,93 @@ def test_reads_at_another_version_go_through_the_webhook(
         "ConversionReview",
     )
     request = review["request"]
-    assert request["desiredAPIVersion"] == "example.com/v2"
+    assert request["desiredAPIVersion"] == "example.com/v1"
     assert [o["metadata"]["name"] for o in request["objects"]] == ["a"]
     assert "resourceVersion" not in request["objects"][0]["metadata"]  # as kube's storage sends
-    ok(widgets, "POST", V1, widget("b", size=4))
+    ok(widgets, "POST", V2, widget("b", size=4))
     hook.reviews.clear()
-    listed = ok(widgets, "GET", V2)
-    assert listed["apiVersion"] == "example.com/v2"
+    listed = ok(widgets, "GET", V1)
+    assert listed["apiVersion"] == "example.com/v1"
     assert [(i["apiVersion"], i["spec"]) for i in listed["items"]] == [
-        ("example.com/v2", {"replicas": 3}),
-        ("example.com/v2", {"replicas": 4}),
+        ("example.com/v1", {"replicas": 3}),
+        ("example.com/v1", {"replicas": 4}),
     ]
     assert len(hook.reviews) == 1  # the page in one review
     assert len(hook.reviews[0]["request"]["objects"]) == 2
     hook.reviews.clear()
-    ok(widgets, "GET", V1 + "/a")
-    ok(widgets, "GET", V1)
+    ok(widgets, "GET", V2 + "/a")
+    ok(widgets, "GET", V2)
     assert hook.reviews == []  # at the storage version: never sent
 
 
 def test_writes_at_another_version_are_stored_at_the_storage_version(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    created = ok(widgets, "POST", V2, widget("w", "example.com/v2", replicas=5))
-    assert (created["apiVersion"], created["spec"]) == ("example.com/v2", {"replicas": 5})
+    created = ok(widgets, "POST", V1, widget("w", "example.com/v1", replicas=5))
+    assert (created["apiVersion"], created["spec"]) == ("example.com/v1", {"replicas": 5})
     assert created["metadata"]["generation"] == 1
-    stored = ok(widgets, "GET", V1 + "/w")
+    stored = ok(widgets, "GET", V2 + "/w")
     assert stored["spec"] == {"size": 5}
     assert stored["metadata"]["uid"] == created["metadata"]["uid"]
-    # the write converted v2 -> v1 to store, and what it stored back to v2 to answer
+    # the write converted v1 -> v2 to store, and what it stored back to v1 to answer
     desired = [r["request"]["desiredAPIVersion"] for r in hook.reviews]
-    assert desired == ["example.com/v1", "example.com/v2"]
-    # PUT, merge patch and server-side apply at v2
-    current = ok(widgets, "GET", V2 + "/w")
+    assert desired == ["example.com/v2", "example.com/v1"]
+    # PUT, merge patch and server-side apply at v1
+    current = ok(widgets, "GET", V1 + "/w")
     current["spec"]["replicas"] = 6
-    updated = ok(widgets, "PUT", V2 + "/w", current)
+    updated = ok(widgets, "PUT", V1 + "/w", current)
     assert updated["spec"] == {"replicas": 6}
-    assert ok(widgets, "GET", V1 + "/w")["spec"] == {"size": 6}
+    assert ok(widgets, "GET", V2 + "/w")["spec"] == {"size": 6}
     patched = ok(
         widgets,
         "PATCH",
-        V2 + "/w",
+        V1 + "/w",
         {"spec": {"replicas": 7}},
         content_type="application/merge-patch+json",
     )
     assert patched["spec"] == {"replicas": 7}
     assert patched["metadata"]["generation"] == 3
-    assert ok(widgets, "GET", V1 + "/w")["spec"] == {"size": 7}
+    assert ok(widgets, "GET", V2 + "/w")["spec"] == {"size": 7}
     applied = ok(
         widgets,
         "PATCH",
-        V2 + "/w?fieldManager=tester&force=true",
-        widget("w", "example.com/v2", replicas=8),
+        V1 + "/w?fieldManager=tester&force=true",
+        widget("w", "example.com/v1", replicas=8),
         content_type="application/apply-patch+yaml",
     )
     assert applied["spec"] == {"replicas": 8}
-    assert ok(widgets, "GET", V1 + "/w")["spec"] == {"size": 8}
+    assert ok(widgets, "GET", V2 + "/w")["spec"] == {"size": 8}
     # an unchanged write is no write
-    before = ok(widgets, "GET", V2 + "/w")
-    again = ok(widgets, "PUT", V2 + "/w", before)
+    before = ok(widgets, "GET", V1 + "/w")
+    again = ok(widgets, "PUT", V1 + "/w", before)
     assert again["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     # a dry run answers the converted object and stores nothing
-    dry = ok(widgets, "POST", V2 + "?dryRun=All", widget("d", "example.com/v2", replicas=1))
+    dry = ok(widgets, "POST", V1 + "?dryRun=All", widget("d", "example.com/v1", replicas=1))
     assert dry["spec"] == {"replicas": 1}
     assert "resourceVersion" not in dry["metadata"]
-    assert widgets.request("GET", V1 + "/d")[0] == 404
-    # deleting at v2 reads the object at v2
-    deleted = ok(widgets, "DELETE", V2 + "/w")
+    assert widgets.request("GET", V2 + "/d")[0] == 404
+    # deleting at v1 reads the object at v1
+    deleted = ok(widgets, "DELETE", V1 + "/w")
     assert deleted["status"] == "Success"
 
 
 def test_watches_at_another_version_get_converted_events(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    ok(widgets, "POST", V1, widget("before", size=1))
-    reader, events = widgets.watch_lines(V2 + "?watch=true", 3)
+    ok(widgets, "POST", V2, widget("before", size=1))
+    reader, events = widgets.watch_lines(V1 + "?watch=true", 3)
     deadline = time.monotonic() + 3
     while not events and time.monotonic() < deadline:  # the watch is up: its initial event
         time.sleep(0.02)
-    created = ok(widgets, "POST", V1, widget("w", size=2))
+    created = ok(widgets, "POST", V2, widget("w", size=2))
     ok(
         widgets,
         "PATCH",
-        V1 + "/w",
+        V2 + "/w",
         {"spec": {"size": 9}},
         content_type="application/merge-patch+json",
     )
-    ok(widgets, "DELETE", V1 + "/w")
+    ok(widgets, "DELETE", V2 + "/w")
     reader.join()
     seen = [(e["type"], e["object"]["metadata"]["name"], e["object"]["spec"]) for e in events]
     assert seen == [
@@ -394,7 +399,7 @@ def test_watches_at_another_version_get_converted_events(
         ("MODIFIED", "w", {"replicas": 9}),
         ("DELETED", "w", {"replicas": 9}),
     ]
-    assert {e["object"]["apiVersion"] for e in events} == {"example.com/v2"}
+    assert {e["object"]["apiVersion"] for e in events} == {"example.com/v1"}
     assert (
         events[1]["object"]["metadata"]["resourceVersion"]
         == (created["metadata"]["resourceVersion"])
@@ -403,34 +408,34 @@ def test_watches_at_another_version_get_converted_events(
     ok(
         widgets,
         "POST",
-        V2,
+        V1,
         {
-            **widget("x", "example.com/v2", replicas=1),
+            **widget("x", "example.com/v1", replicas=1),
             "metadata": {"name": "x", "labels": {"a": "b"}},
         },
     )
     start = created["metadata"]["resourceVersion"]
     reader, events = widgets.watch_lines(
-        f"{V2}?watch=true&resourceVersion={start}&labelSelector=a", 2
+        f"{V1}?watch=true&resourceVersion={start}&labelSelector=a", 2
     )
     reader.join()
     assert [(e["type"], e["object"]["spec"]) for e in events] == [("ADDED", {"replicas": 1})]
 
 
 def test_kubectl_gets_either_version(widgets: Server) -> None:
-    ok(widgets, "POST", V1, widget("k", size=2))
-    at_v2 = json.loads(widgets.kubectl("get", "widgets.v2.example.com", "k", "-o", "json").stdout)
-    assert (at_v2["apiVersion"], at_v2["spec"]) == ("example.com/v2", {"replicas": 2})
+    ok(widgets, "POST", V2, widget("k", size=2))
     at_v1 = json.loads(widgets.kubectl("get", "widgets.v1.example.com", "k", "-o", "json").stdout)
-    assert (at_v1["apiVersion"], at_v1["spec"]) == ("example.com/v1", {"size": 2})
-    table = widgets.kubectl("get", "widgets.v2.example.com").stdout.split("\n")
+    assert (at_v1["apiVersion"], at_v1["spec"]) == ("example.com/v1", {"replicas": 2})
+    at_v2 = json.loads(widgets.kubectl("get", "widgets.v2.example.com", "k", "-o", "json").stdout)
+    assert (at_v2["apiVersion"], at_v2["spec"]) == ("example.com/v2", {"size": 2})
+    table = widgets.kubectl("get", "widgets.v1.example.com").stdout.split("\n")
     assert table[1].split()[0] == "k"
     manifest = (
-        "apiVersion: example.com/v2\nkind: Widget\nmetadata:\n  name: m\nspec:\n  replicas: 6\n"
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: m\nspec:\n  replicas: 6\n"
     )
     widgets.kubectl("apply", "-f", "-", input=manifest)
-    at_v1 = json.loads(widgets.kubectl("get", "widgets.v1.example.com", "m", "-o", "json").stdout)
-    assert at_v1["spec"] == {"size": 6}
+    at_v2 = json.loads(widgets.kubectl("get", "widgets.v2.example.com", "m", "-o", "json").stdout)
+    assert at_v2["spec"] == {"size": 6}
 
 
 # --- failures -------------------------------------------------------------------------------------
@@ -439,39 +444,39 @@ def test_kubectl_gets_either_version(widgets: Server) -> None:
 def test_a_webhook_that_cannot_be_called_fails_reads_and_writes_at_other_versions(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    created = ok(widgets, "POST", V1, widget("a", size=1))
+    created = ok(widgets, "POST", V2, widget("a", size=1))
     rv = created["metadata"]["resourceVersion"]
     hook.stop()
-    code, body = widgets.request("GET", V2 + "/a")
+    code, body = widgets.request("GET", V1 + "/a")
     assert code == 500, body
     prefix = (
-        "conversion webhook for example.com/v1, Kind=Widget failed: "
+        "conversion webhook for example.com/v2, Kind=Widget failed: "
         f'Post "https://127.0.0.1:{hook.port}/convert?timeout=30s": '
     )
     assert body["message"].startswith(prefix)  # type: ignore[union-attr]
     assert "reason" not in body
     assert body["status"] == "Failure"
-    code, body = widgets.request("GET", V2)
+    code, body = widgets.request("GET", V1)
     assert code == 500
     assert body["message"].startswith(prefix)  # type: ignore[union-attr]
-    code, body = widgets.request("POST", V2, widget("b", "example.com/v2", replicas=2))
+    code, body = widgets.request("POST", V1, widget("b", "example.com/v1", replicas=2))
     assert code == 500, body
     assert body["message"].startswith(  # type: ignore[union-attr]
-        "conversion webhook for example.com/v2, Kind=Widget failed: "
+        "conversion webhook for example.com/v1, Kind=Widget failed: "
     )
-    assert widgets.request("GET", V1 + "/b")[0] == 404  # nothing stored
+    assert widgets.request("GET", V2 + "/b")[0] == 404  # nothing stored
     # at the storage version nothing is converted
-    assert ok(widgets, "GET", V1 + "/a")["spec"] == {"size": 1}
-    # a watch at v2 ends with the 500 InternalError kube's storage watch sends
-    reader, events = widgets.watch_lines(V2 + "?watch=true", 2)
+    assert ok(widgets, "GET", V2 + "/a")["spec"] == {"size": 1}
+    # a watch at v1 ends with the 500 InternalError kube's storage watch sends
+    reader, events = widgets.watch_lines(V1 + "?watch=true", 2)
     reader.join()
     assert events[-1]["type"] == "ERROR"
     status = events[-1]["object"]
     assert (status["code"], status["reason"]) == (500, "InternalError")
     assert status["message"].startswith("Internal error occurred: " + prefix)
     # so does a watch from a resourceVersion when it reaches an event it cannot convert
-    reader, events = widgets.watch_lines(f"{V2}?watch=true&resourceVersion={rv}", 3)
-    ok(widgets, "POST", V1, widget("c", size=3))
+    reader, events = widgets.watch_lines(f"{V1}?watch=true&resourceVersion={rv}", 3)
+    ok(widgets, "POST", V2, widget("c", size=3))
     reader.join()
     assert [e["type"] for e in events] == ["ERROR"]
     assert events[0]["object"]["code"] == 500
@@ -493,7 +498,7 @@ def test_a_webhook_that_cannot_be_called_fails_reads_and_writes_at_other_version
         ),
         (
             "wrong-version",
-            "returned invalid object at index 0: invalid groupVersion (expected example.com/v2, "
+            "returned invalid object at index 0: invalid groupVersion (expected example.com/v1, "
             "received example.com/v3)",
         ),
         (
@@ -521,12 +526,12 @@ def test_a_webhook_that_cannot_be_called_fails_reads_and_writes_at_other_version
 def test_wrong_answers_fail_with_kubes_texts(
     widgets: Server, hook: ConversionHook, mode: str, message: str
 ) -> None:
-    created = ok(widgets, "POST", V1, widget("a", size=1))
+    created = ok(widgets, "POST", V2, widget("a", size=1))
     hook.mode = mode
-    code, body = widgets.request("GET", V2 + "/a")
+    code, body = widgets.request("GET", V1 + "/a")
     assert code == 500, body
     uid = hook.reviews[-1]["request"]["uid"]
-    expected = "conversion webhook for example.com/v1, Kind=Widget " + message.format(
+    expected = "conversion webhook for example.com/v2, Kind=Widget " + message.format(
         uid=uid, object_uid=created["metadata"]["uid"]
     )
     assert body["message"] == expected  # type: ignore[index]
@@ -535,13 +540,13 @@ def test_wrong_answers_fail_with_kubes_texts(
 def test_a_list_is_one_review_and_its_failure_names_the_object_at_fault(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    ok(widgets, "POST", V1, widget("a", size=1))
-    ok(widgets, "POST", V1, widget("b", size=1))
+    ok(widgets, "POST", V2, widget("a", size=1))
+    ok(widgets, "POST", V2, widget("b", size=1))
     hook.mode = "rename-b"
-    code, body = widgets.request("GET", V2)
+    code, body = widgets.request("GET", V1)
     assert code == 500, body
     assert body["message"] == (  # type: ignore[index]
-        "conversion webhook for example.com/v1, Kind=Widget returned invalid object: must have "
+        "conversion webhook for example.com/v2, Kind=Widget returned invalid object: must have "
         "the same name: b != other"
     )
     assert len(hook.reviews) == 1
@@ -550,12 +555,12 @@ def test_a_list_is_one_review_and_its_failure_names_the_object_at_fault(
 def test_the_webhook_may_change_labels_and_annotations_only(
     widgets: Server, hook: ConversionHook
 ) -> None:
-    created = ok(widgets, "POST", V1, widget("a", size=1))
+    created = ok(widgets, "POST", V2, widget("a", size=1))
     hook.mode = "labels"
-    got = ok(widgets, "GET", V2 + "/a")
+    got = ok(widgets, "GET", V1 + "/a")
     assert got["metadata"]["labels"] == {"converted": "yes"}
     assert got["metadata"]["generation"] == created["metadata"]["generation"]
-    assert got["spec"] == {"replicas": 1}  # the field v2's schema does not know is pruned
+    assert got["spec"] == {"replicas": 1}  # the field v1's schema does not know is pruned
 
 
 # --- a webhook reached as a Service ------------------------------------------------------
@@ -583,15 +588,15 @@ def test_a_service_client_config_reaches_the_webhook_at_its_endpoints(
         "caBundle": hook.ca_bundle,
     }
     ok(server, "POST", CRDS, widget_crd(config))
-    ok(server, "POST", V1, widget("s", size=4))
-    got = ok(server, "GET", V2 + "/s")
+    ok(server, "POST", V2, widget("s", size=4))
+    got = ok(server, "GET", V1 + "/s")
     assert got["spec"] == {"replicas": 4}
     assert hook.reviews[-1]["path"] == "/convert?timeout=30s"
     # a service without endpoints: the call fails, naming the service's URL
     ok(server, "DELETE", "/api/v1/namespaces/{ns}/endpoints/widget-conv")
-    code, body = server.request("GET", V2 + "/s")
+    code, body = server.request("GET", V1 + "/s")
     assert code == 500
     assert body["message"].startswith(  # type: ignore[union-attr]
-        "conversion webhook for example.com/v1, Kind=Widget failed: "
+        "conversion webhook for example.com/v2, Kind=Widget failed: "
         f'Post "https://{service_host(server)}:443/convert?timeout=30s": '
     )
