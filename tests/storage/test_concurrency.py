@@ -7,7 +7,7 @@ success raises the store revision by exactly one.
 
 The on-disk run keeps the default durability "full" (an fsync per group commit). Most of its time
 is the ~400,000 conflicts the race produces, not the fsyncs: measured 12-22 s on disk and 8-11 s
-in RAM on a 2-CPU machine, well inside the 60 s per-test timeout.
+in RAM on a 2-CPU machine alone.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ INCREMENTS = 200
 TOTAL = TASKS * INCREMENTS
 KEY = "/counter"
 
-pytestmark = pytest.mark.slow
+#: the race is CPU-bound (~400,000 conflicts): on two cores shared with three other test workers
+#: it has taken over 60 s, and what it asserts is that no update is lost, not how fast
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 async def _increment(store: Store, n: int, expected_revisions: list[int]) -> int:
