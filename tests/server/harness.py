@@ -171,9 +171,11 @@ class Server:
         token: str | None = "default",
         raw: bytes | None = None,
         cert: tuple[Path, Path] | None = None,
+        timeout: float = 30,
     ) -> tuple[int, dict[str, object]]:
         """One request (``{ns}`` in ``path``: the test's namespace); ``cert``: a client
-        certificate and key, sent to :attr:`cert_url` (with no token unless one is named)."""
+        certificate and key, sent to :attr:`cert_url` (with no token unless one is named);
+        ``timeout``: seconds to wait for the answer."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         url = (self.url if cert is None else self.cert_url) + self.path(path)
         req = urllib.request.Request(url, data=data, method=method)
@@ -187,7 +189,7 @@ class Server:
         if cert is not None:
             context.load_cert_chain(*cert)
         try:
-            with urllib.request.urlopen(req, timeout=30, context=context) as resp:
+            with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read() or b"{}")

@@ -15,6 +15,15 @@ from harness import Server
 CR = "/apis/apps/v1/namespaces/{ns}/controllerrevisions"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 BLOBS = "/apis/example.org/v1/namespaces/{ns}/blobs"
+#: a body 10,000 levels deep takes the server seconds to decode, validate and store, and many
+#: times that on two cores shared with three other test workers: each answer may take this long,
+#: each test five times that
+DEEP_SECONDS = 120.0
+pytestmark = pytest.mark.timeout(5 * DEEP_SECONDS)
+
+
+def deep(server: Server, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+    return server.request(method, path, *args, timeout=DEEP_SECONDS, **kwargs)
 
 
 @pytest.fixture(autouse=True)
@@ -53,21 +62,22 @@ def revision(name: str, levels: int, number: int = 1) -> bytes:
 @pytest.mark.parametrize("levels", [300, 1000, 9990])
 def test_a_deep_raw_extension_is_served_like_any_object(server: Server, levels: int) -> None:
     name = f"deep-{levels}"
-    code, made = server.request("POST", CR, raw=revision(name, levels))
+    code, made = deep(server, "POST", CR, raw=revision(name, levels))
     assert code == 201, made
     assert depth_of(made["data"]) == levels
     assert made["metadata"]["managedFields"][0]["manager"]
-    code, got = server.request("GET", f"{CR}/{name}")
+    code, got = deep(server, "GET", f"{CR}/{name}")
     assert code == 200, got
     assert depth_of(got["data"]) == levels
-    code, listed = server.request("GET", CR)
+    code, listed = deep(server, "GET", CR)
     assert code == 200, listed
     [item] = listed["items"]
     assert depth_of(item["data"]) == levels
-    code, updated = server.request("PUT", f"{CR}/{name}", raw=revision(name, levels, 2))
+    code, updated = deep(server, "PUT", f"{CR}/{name}", raw=revision(name, levels, 2))
     assert code == 200, updated
     assert updated["revision"] == 2
-    code, patched = server.request(
+    code, patched = deep(
+        server,
         "PATCH",
         f"{CR}/{name}",
         {"metadata": {"labels": {"x": "y"}}, "data": {"b": 2}},
@@ -82,15 +92,15 @@ def test_a_deep_raw_extension_is_served_like_any_object(server: Server, levels: 
     reader.join()
     assert [event["type"] for event in events] == ["MODIFIED", "MODIFIED"]
     assert depth_of(events[-1]["object"]["data"]) == levels
-    code, _ = server.request("DELETE", f"{CR}/{name}")
+    code, _ = deep(server, "DELETE", f"{CR}/{name}")
     assert code == 200
 
 
 def test_nesting_past_10000_is_400_and_the_limit_is_read(server: Server) -> None:
-    code, made = server.request("POST", CR, raw=revision("limit", 9999))  # 10000 levels in all
+    code, made = deep(server, "POST", CR, raw=revision("limit", 9999))  # 10000 levels in all
     assert code == 201, made
     assert depth_of(made["data"]) == 9999
-    code, status = server.request("POST", CR, raw=revision("over", 10000))
+    code, status = deep(server, "POST", CR, raw=revision("over", 10000))
     assert (code, status["reason"], status["message"]) == (
         400,
         "BadRequest",
@@ -98,9 +108,9 @@ def test_nesting_past_10000_is_400_and_the_limit_is_read(server: Server) -> None
         "version/kind; json parse error: invalid character '{' exceeded max depth "
         '({"apiVersion":"apps/v1","kind" ...)',
     )
-    code, _ = server.request("GET", f"{CR}/over")
+    code, _ = deep(server, "GET", f"{CR}/over")
     assert code == 404
-    code, _ = server.request("GET", f"{CR}/limit")  # still up
+    code, _ = deep(server, "GET", f"{CR}/limit")  # still up
     assert code == 200
 
 
@@ -133,7 +143,7 @@ def test_a_deep_preserved_custom_field_is_served(server: Server) -> None:
             ],
         },
     }
-    code, created = server.request("POST", CRDS, crd)
+    code, created = deep(server, "POST", CRDS, crd)
     assert code == 201, created
     for levels in (300, 1000, 9990):
         name = f"b{levels}"
@@ -143,10 +153,11 @@ def test_a_deep_preserved_custom_field_is_served(server: Server) -> None:
             + nested(levels)
             + b"}"
         )
-        code, made = server.request("POST", BLOBS, raw=body)
+        code, made = deep(server, "POST", BLOBS, raw=body)
         assert code == 201, made
         assert depth_of(made["spec"]) == levels
-        code, patched = server.request(
+        code, patched = deep(
+            server,
             "PATCH",
             f"{BLOBS}/{name}",
             {"spec": {"b": 1}},
@@ -154,10 +165,11 @@ def test_a_deep_preserved_custom_field_is_served(server: Server) -> None:
         )
         assert code == 200, patched
         assert (patched["spec"]["b"], depth_of(patched["spec"])) == (1, levels)
-    code, listed = server.request("GET", BLOBS)
+    code, listed = deep(server, "GET", BLOBS)
     assert code == 200, listed
     assert sorted(depth_of(item["spec"]) for item in listed["items"]) == [300, 1000, 9990]
-    code, status = server.request(
+    code, status = deep(
+        server,
         "POST",
         BLOBS,
         raw=b'{"apiVersion":"example.org/v1","kind":"Blob","metadata":{"name":"x"},"spec":'
@@ -183,12 +195,12 @@ def test_a_deep_preserved_custom_field_is_served(server: Server) -> None:
 def test_what_json_refuses_is_400_at_any_depth(server: Server, value: bytes, reason: str) -> None:
     """A deep body is read by another parser than a shallow one: it refuses the same things."""
     body = revision("odd", 1500)[:-1] + b',"odd":' + value + b"}"
-    status, answer = server.request("POST", CR, raw=body)
+    status, answer = deep(server, "POST", CR, raw=body)
     assert status == 400, answer
     assert str(answer["message"]).startswith("couldn't decode the request body as JSON: ")
     assert reason in str(answer["message"])
     shallow = revision("odd", 3)[:-1] + b',"odd":' + value + b"}"
-    status, answer = server.request("POST", CR, raw=shallow)
+    status, answer = deep(server, "POST", CR, raw=shallow)
     assert status == 400, answer
-    status, _ = server.request("GET", f"{CR}/odd")
+    status, _ = deep(server, "GET", f"{CR}/odd")
     assert status == 404
