@@ -41,9 +41,9 @@ serve: $(SERVE_STAMP)
 # alone.
 test: $(STAMP)
 	$(COMPILE)
-	$(BIN)/python -m pytest -n 4 --ignore=tests/ha
+	$(BIN)/python -m pytest -n 4 --ignore=tests/ha --durations=25
 	$(BIN)/python -m pytest tests/ha
-	$(BIN)/python -m pytest -n 4 tests/server --storage-backend etcd
+	$(BIN)/python -m pytest -n 4 tests/server --storage-backend etcd --durations=25
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests bench
