@@ -9,7 +9,7 @@ error after the stream began (a 410 for a compacted revision) is an in-stream ER
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from typing import Any
 
 import orjson
@@ -143,18 +143,9 @@ async def stream_watch(
     # granian sends the head with the first body chunk: an empty one sends it now, so the
     # client sees 200 before the first event, as from kube-apiserver.
     await send({"type": "http.response.body", "body": b"", "more_body": True})
-    pumping = asyncio.ensure_future(pump())
-    disconnected = asyncio.ensure_future(_wait_disconnect(request))
     try:
-        done, _ = await asyncio.wait(
-            {pumping, disconnected, stopping}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
-        )
-        if pumping in done:
-            pumping.result()
+        await _pump_until_over(request, pump(), stopping, seconds)
     finally:
-        for task in (pumping, disconnected):
-            task.cancel()
-        await asyncio.gather(pumping, disconnected, return_exceptions=True)
         await out.aclose()
         await events.aclose()
     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -186,11 +177,26 @@ async def stream_bytes(
         async for chunk in follow:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-    pumping = asyncio.ensure_future(pump())
+    try:
+        await _pump_until_over(request, pump(), stopping, None)
+    finally:
+        await follow.aclose()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _pump_until_over(
+    request: Request,
+    pump: Coroutine[Any, Any, None],
+    stopping: asyncio.Future[Any],
+    seconds: float | None,
+) -> None:
+    """Run a stream's ``pump`` until it ends (its error raised), the client goes, the server
+    stops (``stopping``: shared by every stream, so not cancelled here) or ``seconds`` pass."""
+    pumping = asyncio.ensure_future(pump)
     disconnected = asyncio.ensure_future(_wait_disconnect(request))
     try:
         done, _ = await asyncio.wait(
-            {pumping, disconnected, stopping}, return_when=asyncio.FIRST_COMPLETED
+            {pumping, disconnected, stopping}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
         )
         if pumping in done:
             pumping.result()
@@ -198,8 +204,6 @@ async def stream_bytes(
         for task in (pumping, disconnected):
             task.cancel()
         await asyncio.gather(pumping, disconnected, return_exceptions=True)
-        await follow.aclose()
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _wait_disconnect(request: Request) -> None:
